@@ -1,0 +1,76 @@
+// Package v1 is version 1 of the gpuos wire protocol: the messages that clients,
+// the manager and driver processes exchange, their encoding, the one table that
+// says which request goes where and needs what, and the typed errors that travel
+// in replies. It is public and stable: a Type's number and a message's layout
+// never change within major version 1; minor versions only add.
+//
+// # Frames
+//
+// Every frame is a 16-byte Header (u32 payload length, u16 Type, u16 Flags,
+// u64 request ID; little-endian) and a payload of at most MaxPayload bytes.
+// Flags say whether the frame is a Reply, an asynchronous request (NoReply,
+// whose error is deferred to the session's next synchronizing call), an Error
+// reply, and how many file descriptors (0..MaxFDs) came with it through
+// SCM_RIGHTS. Package internal/wire moves frames over Unix sockets.
+//
+// # Messages and the table
+//
+// Each message is a Go struct implementing Message; encoding is hand-written
+// (no reflection) and Launch and Memcpy encode without allocating into a
+// reused Encoder. The message table (Lookup, Types) is the single source of
+// truth: for each Type its name, a constructor, its reply type, the endpoints
+// that accept it, the session right it needs, whether it may be sent with
+// NoReply, and how many file descriptors its frames carry. Admit and
+// AdmitMessage enforce it for servers; Encoder.PutFrame and DecodeFrame enforce
+// it for everyone else.
+//
+// # Decoding
+//
+// Decoding is strict and never panics: truncation, trailing bytes, a bool that
+// is not 0 or 1, unknown flag or rights bits, a count whose elements cannot fit
+// in what is left, an invalid enum (Dir, Role, Memset.ElemSize) or a wrong
+// Hello magic is Malformed (errors.Is(err, ErrMalformed)). A decoder never
+// allocates more than the frame holds. Decoded byte slices alias the payload.
+//
+// # Where this package fills gaps in the specification
+//
+// The specification (WIRE.md) left these open; the choices here are binding:
+//
+//   - Reply types are numbered from 128: Empty 128, Error 129, then HelloReply,
+//     Devices, SessionOpened, Sessions, AuditLines, BufferCreated, Data,
+//     ProgramLoaded, KernelInfo, StreamCreated, FenceCreated, RightsReply,
+//     Granted, MemInfoReply, Duration, SessionStat, SessionAttached (130..146).
+//     A reply frame's type names its payload. An error reply has type Error and
+//     flags Reply|Error; its ID is the request's.
+//   - Flags must be consistent: Reply with NoReply, or Error without Reply, is
+//     malformed; a reply type must come in a reply frame and a request type in a
+//     request frame; Error flag if and only if type Error.
+//   - The number of file descriptors a frame carries is fixed per type (the
+//     table's FDs): one for SessionOpened and AttachSession, none elsewhere.
+//   - The buffer rights are named RightBufferRead, RightBufferWrite and
+//     RightBufferGrant, since BufferRead and BufferWrite are messages.
+//   - Attach needs RightGrant (the rights section says Grant covers grant and
+//     attach; the table line for Attach named no right).
+//   - Rights fields must hold only known bits: session rights in OpenSession,
+//     SessionOpened, SessionStat, Restrict, RightsReply and AttachSession;
+//     buffer rights in Grant.
+//   - Memcpy: Data must be exactly Size bytes for HtoD and empty otherwise.
+//     NoReply is refused for DtoH (its reply carries the bytes), by
+//     AdmitMessage after decoding.
+//   - NoReply on a request the table does not mark Async is Malformed; for an
+//     asynchronous request the server defers that error like any other.
+//   - Manager and control requests need no session right; a server on those
+//     endpoints passes AllSessionRights to Admit.
+//   - An Error with code 0 is malformed; a code this version does not know is
+//     kept, since later minor versions may add codes.
+//   - Hello's Magic is checked when decoding (wrong magic: Malformed); a major
+//     version mismatch is for the server to answer (Hello.Compatible gives the
+//     VersionMismatch error).
+//   - CreateBuffer.Flags, CreateStream.Flags and Memset.Value are carried
+//     as-is; the driver validates them (InvalidArgument), not the codec.
+//
+// # Concurrency
+//
+// Messages, Encoders and Decoders are not safe for concurrent use; the table is
+// read-only. This package holds no locks.
+package v1
