@@ -482,7 +482,7 @@ func (p *parser) directive(header bool) *Directive {
 	d := &Directive{Name: p.tok.text}
 	dt := p.tok
 	p.advance()
-	if (d.Name == ".entry" || d.Name == ".func" || d.Name == ".callprototype" || d.Name == ".section") {
+	if d.Name == ".entry" || d.Name == ".func" || d.Name == ".callprototype" || d.Name == ".section" {
 		p.failAt(dt, "misplaced %s", d.Name)
 	}
 	if _, ok := ParseStateSpace(d.Name); ok {

@@ -502,9 +502,9 @@ func (p *printer) float(f *Float) {
 	}
 }
 
-func (r *Reg) String() string  { return r.Name }
-func (*Sink) String() string   { return "_" }
-func (n *Int) String() string  { return operandString(n) }
+func (r *Reg) String() string { return r.Name }
+func (*Sink) String() string  { return "_" }
+func (n *Int) String() string { return operandString(n) }
 func (f *Float) String() string {
 	return operandString(f)
 }
