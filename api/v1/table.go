@@ -169,10 +169,18 @@ func init() {
 // Lookup returns the table row of t, and false for a type this version does not
 // know (which a server answers with Unsupported).
 func Lookup(t Type) (Info, bool) {
-	if int(t) >= len(tableIndex) || tableIndex[t] == 0 {
-		return Info{}, false
+	if r := row(t); r != nil {
+		return *r, true
 	}
-	return messageTable[tableIndex[t]-1], true
+	return Info{}, false
+}
+
+// row returns t's row in the table, or nil.
+func row(t Type) *Info {
+	if int(t) >= len(tableIndex) || tableIndex[t] == 0 {
+		return nil
+	}
+	return &messageTable[tableIndex[t]-1]
 }
 
 // Types returns every known type in table order: requests, then replies.
@@ -198,16 +206,18 @@ func ReplyType(m Message) Type {
 	if r, ok := m.(interface{ replyType() Type }); ok {
 		return r.replyType()
 	}
-	info, _ := Lookup(m.Type())
-	return info.Reply
+	if r := row(m.Type()); r != nil {
+		return r.Reply
+	}
+	return 0
 }
 
 // checkFrame checks a valid header (see ParseHeader) against the table:
 // a known type, in the right kind of frame, with its number of fds.
-func checkFrame(h Header) (Info, error) {
-	info, ok := Lookup(h.Type)
-	if !ok {
-		return Info{}, Errorf(CodeUnsupported, "unknown message type %d", uint16(h.Type))
+func checkFrame(h Header) (*Info, error) {
+	info := row(h.Type)
+	if info == nil {
+		return nil, Errorf(CodeUnsupported, "unknown message type %d", uint16(h.Type))
 	}
 	switch {
 	case h.IsReply() != !info.IsRequest():
@@ -239,27 +249,30 @@ func checkFrame(h Header) (Info, error) {
 // Where no session rights apply (the manager and control endpoints), pass
 // AllSessionRights.
 func Admit(ep Endpoint, have Rights, h Header) (Info, error) {
-	info, ok := Lookup(h.Type)
+	info := row(h.Type)
 	switch {
-	case !ok:
+	case info == nil:
 		return Info{}, Errorf(CodeUnsupported, "unknown message type %d", uint16(h.Type))
 	case h.IsReply():
-		return info, Errorf(CodeMalformed, "%v reply sent to a server", h.Type)
+		return *info, Errorf(CodeMalformed, "%v reply sent to a server", h.Type)
 	case !info.IsRequest():
-		return info, Errorf(CodeMalformed, "reply type %v in a request frame", h.Type)
+		return *info, Errorf(CodeMalformed, "reply type %v in a request frame", h.Type)
 	case info.Endpoints&ep == 0:
-		return info, Errorf(CodePermissionDenied, "%v is not accepted on the %v endpoint", h.Type, ep)
+		return *info, Errorf(CodePermissionDenied, "%v is not accepted on the %v endpoint", h.Type, ep)
 	case !have.Has(info.Right):
-		return info, Errorf(CodePermissionDenied, "%v needs right %v", h.Type, info.Right)
+		return *info, Errorf(CodePermissionDenied, "%v needs right %v", h.Type, info.Right)
 	}
-	return checkFrame(h)
+	if _, err := checkFrame(h); err != nil {
+		return *info, err
+	}
+	return *info, nil
 }
 
 // AdmitMessage makes the checks of Admit that need the decoded request m: a
 // NoReply request must be one whose reply would be Empty (a Memcpy DtoH must
 // be answered).
 func AdmitMessage(h Header, m Message) error {
-	if h.NoReply() && ReplyType(m) != TypeEmpty {
+	if h.Flags&FlagNoReply != 0 && ReplyType(m) != TypeEmpty {
 		return Errorf(CodeMalformed, "%v answered by %v cannot be sent without a reply", m.Type(), ReplyType(m))
 	}
 	return nil
