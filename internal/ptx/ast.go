@@ -234,7 +234,9 @@ type Bracket struct {
 	Elems []Operand
 }
 
-// Paren is a parenthesised operand list of a call: "(retval0)", "(param0, param1)".
+// Paren is a parenthesised operand list of a call: "(retval0)", "(param0,
+// param1)"; elsewhere a one-element Paren is a parenthesised constant
+// expression "(1<<4)".
 type Paren struct {
 	Elems []Operand
 }
@@ -250,9 +252,11 @@ type Not struct {
 }
 
 // Expr is a constant expression that is not a plain literal or symbol+offset:
-// a unary (Y nil) or binary operator, as in "$L__end-$L__start" or "(1<<4)".
+// a unary (Y nil) or binary operator, as in "$L__end-$L__start" or "1<<4".
+// Parentheses are kept as a one-element *Paren, so that printing reproduces
+// the grouping; operators of equal precedence group to the left.
 type Expr struct {
-	Op   string // "+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "~", "!", "()" for parentheses
+	Op   string // "+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", unary "-" and "~"; "=" for a field of a sampler initializer
 	X, Y Operand
 }
 

@@ -164,9 +164,9 @@ func (lx *lexer) next() token {
 		return tok(tIdent)
 	case c == '.':
 		if lx.pos+1 < len(s) && isFollow(s[lx.pos+1]) {
+			// A directive is one word: ".param.u64" is ".param" ".u64".
 			lx.pos++
 			lx.modPart()
-			lx.dotted()
 			return tok(tDot)
 		}
 		return lx.fail(line, col, "unexpected '.'")

@@ -406,7 +406,12 @@ func (p *parser) initializer() Operand {
 			return vec
 		}
 		for {
-			vec.Elems = append(vec.Elems, p.initializer())
+			e := p.initializer()
+			if p.accept("=") {
+				// A sampler or texture field: "{ filter_mode = linear }".
+				e = &Expr{Op: "=", X: e, Y: p.initializer()}
+			}
+			vec.Elems = append(vec.Elems, e)
 			if p.accept("}") {
 				return vec
 			}

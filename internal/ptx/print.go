@@ -81,7 +81,7 @@ func (p *printer) module(m *Module) {
 			if prevFunc {
 				p.str("\n")
 			}
-			p.varDecl(it)
+			p.inlineDecl(it)
 			p.str(";\n")
 			prevFunc = false
 		case *Directive:
@@ -135,7 +135,7 @@ func (p *printer) function(f *Function) {
 			if i > 0 {
 				p.str(", ")
 			}
-			p.varDecl(v)
+			p.inlineDecl(v)
 		}
 		p.str(") ")
 	}
@@ -178,7 +178,7 @@ func (p *printer) params(vs []*Var) {
 	p.str("(\n")
 	for i, v := range vs {
 		p.str("\t")
-		p.varDecl(v)
+		p.inlineDecl(v)
 		if i < len(vs)-1 {
 			p.str(",")
 		}
@@ -187,8 +187,14 @@ func (p *printer) params(vs []*Var) {
 	p.str(")")
 }
 
-// varDecl prints a declaration without its ';'.
-func (p *printer) varDecl(v *Var) {
+// varDecl prints a declaration without its ';', with a tab before the name
+// as nvcc lays out statements.
+func (p *printer) varDecl(v *Var) { p.decl(v, " \t") }
+
+// inlineDecl prints a declaration inside a parameter list or prototype.
+func (p *printer) inlineDecl(v *Var) { p.decl(v, " ") }
+
+func (p *printer) decl(v *Var, sep string) {
 	if v.Linkage != LinkNone {
 		p.str(v.Linkage.String())
 		p.str(" ")
@@ -218,7 +224,7 @@ func (p *printer) varDecl(v *Var) {
 			p.str(strconv.Itoa(v.Ptr.Align))
 		}
 	}
-	p.str(" \t")
+	p.str(sep)
 	p.str(v.Name)
 	if v.Count != 0 {
 		p.str("<")
@@ -344,7 +350,7 @@ func (p *printer) declList(vs []*Var) {
 		if i > 0 {
 			p.str(", ")
 		}
-		p.varDecl(v)
+		p.inlineDecl(v)
 	}
 	p.str(")")
 }
