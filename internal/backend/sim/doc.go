@@ -1,0 +1,81 @@
+// Package sim is the software GPU: a backend.Backend whose devices are host
+// memory plus a PTX interpreter, with streams that really order their work,
+// events, and a deterministic cost model. It makes the whole gpuos stack —
+// shim, guard, scheduler, policies, memory manager — testable without a GPU.
+//
+// # What it models
+//
+//   - An H100-like device (sm_90): DeviceInfo.Attributes holds every
+//     CUdevice_attribute an H100 SXM5 reports, with the configured memory,
+//     SM count and clock.
+//   - VMM memory exactly as backend.Device documents it: reservations in
+//     [VAStart, VAEnd), physical chunks counted against Options.Memory,
+//     mappings of whole granules that start inaccessible until SetAccess, and
+//     aliasing (one chunk mapped twice is one memory). Kernels and copies
+//     reach memory through a page table keyed by granule; kernels through a
+//     small lock-free translation cache (see BenchmarkSlice).
+//   - Module variables live in a region of the address space of the sim's
+//     own, [0x6F00_0000_0000, VAEnd), outside every reservation.
+//   - Engines: one compute engine (kernels one at a time, a kernel's blocks in
+//     parallel on Options.Workers goroutines; device-to-device copies and
+//     memsets), one host-to-device and one device-to-host copy engine. Each
+//     engine runs its commands in the order they were enqueued on the device.
+//   - Streams: a goroutine per stream runs its commands in order. Events,
+//     cross-stream and cross-device waits, and callbacks (run on the stream's
+//     goroutine with the stream's first error) behave as in CUDA.
+//   - Host memory: AllocHost and RegisterHost memory is "pinned": copies from
+//     and to it are asynchronous. A copy from other memory is staged before
+//     the call returns; a copy into it completes before the call returns.
+//   - Faults: a kernel fault, or a copy that reaches memory no longer mapped
+//     when it runs, is a device fault. By default it is fatal, as on an
+//     H100: the context is lost, every later call fails with an error that
+//     matches backend.ErrContextLost and names the first fault, queued work is
+//     dropped (callbacks still run, with that error), and the ordinal cannot be
+//     opened again by this backend (a real GPU needs a new process). Other
+//     devices of the backend are not affected. With Options.NonFatalFaults
+//     only the launch fails and its stream reports the error (sticky).
+//
+// # Virtual time
+//
+// Every command has a virtual start and end in nanoseconds since Open. A
+// command starts at the latest of: the end of the previous command on its
+// stream, the end of the previous command on its engine, the times of the
+// events its stream waits for, and the host floor (the latest device time
+// the host had observed through a synchronization when the command was
+// enqueued). It ends at start + cost, where the cost comes from the
+// CostModel: for a kernel, LaunchOverhead plus the larger of its compute time
+// (thread-instructions over min(SMs, blocks) × IssuePerSMPerClock × clock) and
+// its memory time (global bytes over GlobalBytesPerSecond); for a copy or a
+// memset, CopyOverhead plus bytes over the direction's bandwidth (pinned or
+// pageable for host copies). Records, waits and callbacks cost nothing. An
+// event records the end of the work before it on its stream, and Elapsed is a
+// difference of those times. All of it is integer arithmetic over counts the
+// interpreter reports, and engines take commands in enqueue order, so a
+// program that enqueues in a fixed order gets exactly the same times on
+// every run and machine. (Device).VirtualTime and (*Stream).VirtualTime
+// expose the clock to the scheduler.
+//
+// # What it does not model
+//
+//   - No SASS: a cubin, or a fatbin without PTX for sm_90 or lower, is
+//     ErrSASS (matching backend.ErrUnsupported).
+//   - No real concurrency between kernels, and no preemption or priority
+//     between streams: priorities are recorded (Stream.Priority) for the
+//     scheduler. Because an engine takes commands in enqueue order, a command
+//     that waits for another stream holds back later commands on its engine
+//     (the real hardware could run them first).
+//   - No caches, no occupancy limits, no clock throttling, no ECC, no
+//     mapped host memory (kernels cannot read host memory), no managed
+//     memory, no peer access.
+//   - An access that straddles two granules backed by different chunks fails
+//     (a naturally aligned access never straddles).
+//
+// # Lock order
+//
+// simBackend.mu → Device.qmu → Stream.mu. The leaf locks —
+// addressSpace.mu (page table and reservations), hostRegistry.mu and
+// module.mu — are never held while taking another, except that module.mu may
+// be held while Device.qmu is not. Stream goroutines hold no lock while they
+// wait for other commands or run work. Each command's results are published
+// by closing its done channel.
+package sim
