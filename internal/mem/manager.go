@@ -1,0 +1,500 @@
+package mem
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	v1 "github.com/gpuos/gpuos/api/v1"
+	"github.com/gpuos/gpuos/internal/backend"
+)
+
+// Options configure a Manager. The zero value is usable.
+type Options struct {
+	// DeviceMemoryLimit caps the physical memory the manager holds (chunks of
+	// allocations, slabs, the pool and the sink): gpuos serve --device-memory.
+	// 0 means the device's total; a larger value is clamped to it.
+	DeviceMemoryLimit uint64
+	// MinWindow is the smallest window (default 1 GiB), rounded up to a power
+	// of two.
+	MinWindow uint64
+	// SinkChunk is the size of the shared sink chunk (default: the
+	// granularity), rounded up to a multiple of it. A larger sink backs more
+	// granules per mapping, so a guard range costs fewer mappings.
+	SinkChunk uint64
+	// PoolLimit bounds the bytes of freed chunks kept for reuse. 0 means an
+	// eighth of the device limit; a value below the granularity disables the pool.
+	PoolLimit uint64
+	// FreshChunksZeroed says the backend's CreateChunk returns zeroed memory
+	// (sim does). When false, every fresh chunk is zeroed before its first use,
+	// since in one driver process memory released by one tenant may come back
+	// to another.
+	FreshChunksZeroed bool
+	// Quiesce, if set, is called before the manager changes a mapping inside a
+	// window's GuardRange (replacing sink granules by a chunk or back, detaching
+	// a share). On a GPU an access to a granule while it is being remapped
+	// faults and poisons the whole context, so Quiesce must return only when no
+	// kernel of the window's session can run until resume is called. It is
+	// called with that window's lock held (never the manager's) and must not
+	// call back into the window except Base, Size, GuardRange and ID. nil means
+	// the caller guarantees it otherwise.
+	Quiesce func(w *Window) (resume func(), err error)
+}
+
+// Manager is the memory manager of one device context. All methods are safe
+// for concurrent use.
+type Manager struct {
+	dev         backend.Device
+	gran        uint64
+	shift       uint // log2(gran)
+	limit       uint64
+	minWindow   uint64
+	sinkGran    uint64 // granules of the sink chunk
+	poolLimit   uint64
+	freshZeroed bool
+	quiesceFn   func(*Window) (func(), error)
+
+	clock atomic.Uint64 // logical time for last-use stamps
+	sink  backend.Chunk
+
+	scrubMu     sync.Mutex // serialises scrubs on scrubStream; a leaf lock
+	scrubStream backend.Stream
+	scrubbed    atomic.Uint64
+
+	mu         sync.Mutex
+	closed     bool
+	tenants    map[string]*Tenant
+	windows    map[uint64]*Window
+	nextWindow uint64
+	physical   uint64 // bytes of chunks held or being created, sink included
+	chunks     int    // chunks held, sink included
+	pool       map[uint64][]*chunk
+	pooled     uint64
+}
+
+// chunk is physical memory the manager holds.
+type chunk struct {
+	c    backend.Chunk
+	size uint64
+	// owner is the window whose allocation or slab the chunk backs (nil in the
+	// pool); lastUse is the manager clock at its last known use. Both are for
+	// eviction (see Candidates). owner is guarded by that window's lock.
+	owner   *Window
+	lastUse atomic.Uint64
+	// Whose data the chunk may hold, so reuse by another tenant scrubs it.
+	// clean: known to be zero. tenant nil and !clean: unknown or mixed.
+	// Touched only by the one goroutine that holds the chunk outside the pool,
+	// or under the chunk's share lock.
+	clean  bool
+	tenant *Tenant
+}
+
+// NewManager returns a manager for dev and creates the sink chunk. It does not
+// own dev: Close leaves it open.
+func NewManager(dev backend.Device, opts Options) (*Manager, error) {
+	if dev == nil {
+		return nil, fmt.Errorf("new memory manager: nil device: %w", ErrInvalidArgument)
+	}
+	gran := dev.Granularity()
+	if gran == 0 || gran&(gran-1) != 0 || gran%allocAlign != 0 {
+		return nil, v1.Errorf(v1.CodeUnsupported, "new memory manager: device granularity %#x is not a power of two of at least %d bytes", gran, allocAlign)
+	}
+	_, total, err := dev.MemoryInfo()
+	if err != nil {
+		return nil, fmt.Errorf("new memory manager: query device memory: %w", err)
+	}
+	limit := total
+	if opts.DeviceMemoryLimit != 0 && opts.DeviceMemoryLimit < total {
+		limit = opts.DeviceMemoryLimit
+	}
+	sinkSize := roundUp(max(opts.SinkChunk, gran), gran)
+	if sinkSize == 0 || sinkSize > limit {
+		return nil, fmt.Errorf("new memory manager: sink chunk of %d bytes does not fit the device limit of %d: %w", opts.SinkChunk, limit, ErrInvalidArgument)
+	}
+	minWindow := opts.MinWindow
+	if minWindow == 0 {
+		minWindow = 1 << 30
+	}
+	minWindow = nextPow2(max(minWindow, gran))
+	if minWindow == 0 {
+		return nil, fmt.Errorf("new memory manager: minimum window %d is too large: %w", opts.MinWindow, ErrInvalidArgument)
+	}
+	poolLimit := opts.PoolLimit
+	if poolLimit == 0 {
+		poolLimit = limit / 8
+	}
+	m := &Manager{
+		dev:         dev,
+		gran:        gran,
+		shift:       uint(bits.TrailingZeros64(gran)),
+		limit:       limit,
+		minWindow:   minWindow,
+		sinkGran:    sinkSize / gran,
+		poolLimit:   poolLimit,
+		freshZeroed: opts.FreshChunksZeroed,
+		quiesceFn:   opts.Quiesce,
+		tenants:     map[string]*Tenant{},
+		windows:     map[uint64]*Window{},
+		pool:        map[uint64][]*chunk{},
+	}
+	// The sink's contents are never read back by anyone who owns data, so
+	// it is not scrubbed; see doc.go for what it means for tenants.
+	if m.sink, err = dev.CreateChunk(sinkSize); err != nil {
+		return nil, fmt.Errorf("new memory manager: create sink chunk: %w", err)
+	}
+	m.physical, m.chunks = sinkSize, 1
+	return m, nil
+}
+
+// Granularity is the device's mapping unit: allocations of at least this size
+// (or Shareable ones) get chunks of their own, rounded up to it.
+func (m *Manager) Granularity() uint64 { return m.gran }
+
+// Limit is the physical memory the manager may hold.
+func (m *Manager) Limit() uint64 { return m.limit }
+
+func (m *Manager) stamp() uint64 { return m.clock.Add(1) }
+
+// Tenant returns the tenant with the given name, creating it (unlimited) on
+// first use. Tenants live as long as the manager.
+func (m *Manager) Tenant(name string) *Tenant {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.tenants[name]
+	if t == nil {
+		t = &Tenant{m: m, name: name}
+		m.tenants[name] = t
+	}
+	return t
+}
+
+// Tenant is an account of memory: the sum over all its windows is held under
+// its quota.
+type Tenant struct {
+	m       *Manager
+	name    string
+	quota   atomic.Uint64
+	used    atomic.Uint64
+	windows atomic.Int64
+}
+
+// Name returns the tenant's name.
+func (t *Tenant) Name() string { return t.name }
+
+// SetQuota sets the bytes the tenant may hold across its windows; 0 means
+// unlimited (the device limit still applies). Lowering it below the current
+// usage refuses further allocations until usage drops; nothing is taken away.
+// Windows opened later are sized for the new quota; open ones keep their size.
+func (t *Tenant) SetQuota(bytes uint64) { t.quota.Store(bytes) }
+
+// Usage returns the bytes charged to the tenant and its quota (0: unlimited).
+func (t *Tenant) Usage() (used, quota uint64) { return t.used.Load(), t.quota.Load() }
+
+// MemoryInfo is the tenant's view of device memory, for cuMemGetInfo: total is
+// its quota (the device limit if it has none), free what it could still
+// allocate now.
+func (t *Tenant) MemoryInfo() (free, total uint64) {
+	used, quota := t.Usage()
+	total = t.m.limit
+	if quota != 0 {
+		total = quota
+	}
+	if used < total {
+		free = total - used
+	}
+	t.m.mu.Lock()
+	avail := t.m.limit - min(t.m.limit, t.m.physical-t.m.pooled)
+	t.m.mu.Unlock()
+	return min(free, avail), total
+}
+
+// charge adds n bytes to the tenant's usage unless that passes its quota.
+func (t *Tenant) charge(n uint64) error {
+	for {
+		used, quota := t.used.Load(), t.quota.Load()
+		if quota != 0 && (used+n > quota || used+n < used) {
+			return fmt.Errorf("tenant %q holds %d of %d bytes and asked for %d more: %w", t.name, used, quota, n, ErrQuotaExceeded)
+		}
+		if t.used.CompareAndSwap(used, used+n) {
+			return nil
+		}
+	}
+}
+
+func (t *Tenant) uncharge(n uint64) { t.used.Add(-n) }
+
+// getChunk returns a chunk of size bytes for tenant t: from the pool, or
+// created (after trimming the pool if the device limit requires it). It takes
+// m.mu only briefly and never across a backend call.
+func (m *Manager) getChunk(size uint64, t *Tenant) (*chunk, error) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if l := m.pool[size]; len(l) > 0 {
+		c := l[len(l)-1]
+		m.pool[size] = l[:len(l)-1]
+		m.pooled -= size
+		m.mu.Unlock()
+		return c, nil
+	}
+	trimmed := m.trimLocked(size)
+	if m.physical+size > m.limit || m.physical+size < m.physical {
+		held := m.physical
+		m.mu.Unlock()
+		m.release(trimmed)
+		return nil, fmt.Errorf("%d bytes more with %d held would pass the device limit of %d: %w", size, held, m.limit, ErrOutOfMemory)
+	}
+	m.physical += size // reserved while CreateChunk runs
+	m.mu.Unlock()
+	m.release(trimmed)
+
+	c, err := m.dev.CreateChunk(size)
+	if err != nil && v1.CodeOf(err) == v1.CodeOutOfMemory {
+		// The device is shorter than our accounting says (other processes):
+		// give back the whole pool and try once more.
+		m.mu.Lock()
+		trimmed = m.trimLocked(^uint64(0))
+		m.mu.Unlock()
+		if len(trimmed) > 0 {
+			m.release(trimmed)
+			c, err = m.dev.CreateChunk(size)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		m.physical -= size
+		return nil, fmt.Errorf("create chunk of %d bytes: %w", size, err)
+	}
+	m.chunks++
+	return &chunk{c: c, size: size, clean: m.freshZeroed}, nil
+}
+
+// trimLocked takes chunks out of the pool until need more bytes fit under the
+// limit (or the pool is empty) and returns them for release. Largest first,
+// so as few chunks as possible go.
+func (m *Manager) trimLocked(need uint64) []*chunk {
+	var out []*chunk
+	if m.pooled == 0 || need != ^uint64(0) && m.physical+need <= m.limit {
+		return nil
+	}
+	sizes := make([]uint64, 0, len(m.pool))
+	for s, l := range m.pool {
+		if len(l) > 0 {
+			sizes = append(sizes, s)
+		}
+	}
+	slices.Sort(sizes)
+	for i := len(sizes) - 1; i >= 0; i-- {
+		l := m.pool[sizes[i]]
+		for len(l) > 0 && (need == ^uint64(0) || m.physical+need > m.limit) {
+			c := l[len(l)-1]
+			l = l[:len(l)-1]
+			m.pooled -= c.size
+			m.physical -= c.size
+			m.chunks--
+			out = append(out, c)
+		}
+		m.pool[sizes[i]] = l
+	}
+	return out
+}
+
+// release frees chunks already taken off the books.
+func (m *Manager) release(cs []*chunk) error {
+	var errs []error
+	for _, c := range cs {
+		if err := c.c.Release(); err != nil {
+			errs = append(errs, fmt.Errorf("release chunk of %d bytes: %w", c.size, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// putChunk returns an unmapped chunk: to the pool if it has room, else to the
+// device. Its clean and tenant fields say whose data it holds.
+func (m *Manager) putChunk(c *chunk) error {
+	c.owner = nil
+	m.mu.Lock()
+	if !m.closed && m.pooled+c.size <= m.poolLimit {
+		m.pool[c.size] = append(m.pool[c.size], c)
+		m.pooled += c.size
+		m.mu.Unlock()
+		return nil
+	}
+	m.physical -= c.size
+	m.chunks--
+	m.mu.Unlock()
+	return m.release([]*chunk{c})
+}
+
+// Trim releases every pooled chunk to the device.
+func (m *Manager) Trim() error {
+	m.mu.Lock()
+	cs := m.trimLocked(^uint64(0))
+	m.mu.Unlock()
+	return m.release(cs)
+}
+
+// scrub zeroes size bytes at ptr, which must be mapped and accessible.
+func (m *Manager) scrub(ptr backend.DevicePtr, size uint64) error {
+	m.scrubMu.Lock()
+	defer m.scrubMu.Unlock()
+	if m.scrubStream == nil {
+		s, err := m.dev.NewStream(0)
+		if err != nil {
+			return fmt.Errorf("create scrub stream: %w", err)
+		}
+		m.scrubStream = s
+	}
+	if err := m.scrubStream.Memset(ptr, 0, 4, size/4); err != nil {
+		return fmt.Errorf("scrub %d bytes at %#x: %w", size, uint64(ptr), err)
+	}
+	if err := m.scrubStream.Synchronize(); err != nil {
+		return fmt.Errorf("scrub %d bytes at %#x: %w", size, uint64(ptr), err)
+	}
+	m.scrubbed.Add(size)
+	return nil
+}
+
+// needsScrub reports whether c may hold data that t must not see.
+func (c *chunk) needsScrub(t *Tenant) bool { return !c.clean && c.tenant != t }
+
+// Stats is a snapshot of the manager's accounting.
+type Stats struct {
+	Tenants []TenantStats // sorted by name
+	Device  DeviceStats
+}
+
+// TenantStats is one tenant's accounting.
+type TenantStats struct {
+	Name    string
+	Used    uint64 // bytes charged (see doc.go for what counts)
+	Quota   uint64 // 0: unlimited
+	Windows int    // open windows
+}
+
+// DeviceStats is the manager's physical memory.
+type DeviceStats struct {
+	Physical uint64 // bytes of chunks held: allocations, slabs, pool, sink
+	Pooled   uint64 // of which free chunks kept for reuse
+	Limit    uint64
+	Chunks   int    // chunks held, sink included
+	Windows  int    // open windows
+	Scrubbed uint64 // bytes zeroed before reuse by another tenant, in total
+}
+
+// Stats returns a snapshot of per-tenant and device accounting.
+func (m *Manager) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := Stats{Device: DeviceStats{
+		Physical: m.physical,
+		Pooled:   m.pooled,
+		Limit:    m.limit,
+		Chunks:   m.chunks,
+		Windows:  len(m.windows),
+		Scrubbed: m.scrubbed.Load(),
+	}}
+	for _, t := range m.tenants {
+		used, quota := t.Usage()
+		s.Tenants = append(s.Tenants, TenantStats{Name: t.name, Used: used, Quota: quota, Windows: int(t.windows.Load())})
+	}
+	sort.Slice(s.Tenants, func(i, j int) bool { return s.Tenants[i].Name < s.Tenants[j].Name })
+	return s
+}
+
+// Candidate is a chunk that eviction could take (the seam for swapping; see doc.go).
+type Candidate struct {
+	Tenant  string
+	Window  uint64            // Window.ID
+	Ptr     backend.DevicePtr // where it is mapped in its owner window
+	Bytes   uint64
+	LastUse uint64 // manager clock: the later of the chunk's and its window's last use
+	Shared  bool   // attached in other windows
+	Slab    bool   // holds sub-allocations
+}
+
+// Candidates lists every chunk backing an allocation or slab, least recently
+// used first.
+func (m *Manager) Candidates() []Candidate {
+	var out []Candidate
+	for _, w := range m.openWindows() {
+		out = w.appendCandidates(out)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].LastUse < out[j].LastUse })
+	return out
+}
+
+func (m *Manager) openWindows() []*Window {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ws := make([]*Window, 0, len(m.windows))
+	for _, w := range m.windows {
+		ws = append(ws, w)
+	}
+	sort.Slice(ws, func(i, j int) bool { return ws[i].id < ws[j].id })
+	return ws
+}
+
+// Close closes every window, releases the pool and the sink chunk. The device
+// stays open. Calls after Close fail with ErrClosed.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return ErrClosed
+	}
+	m.closed = true
+	m.mu.Unlock()
+	var errs []error
+	for _, w := range m.openWindows() {
+		if err := w.Close(); err != nil && !errors.Is(err, ErrWindowClosed) {
+			errs = append(errs, err)
+		}
+	}
+	m.mu.Lock()
+	cs := m.trimLocked(^uint64(0))
+	m.mu.Unlock()
+	errs = append(errs, m.release(cs))
+	if err := m.sink.Release(); err != nil {
+		errs = append(errs, fmt.Errorf("release sink chunk: %w", err))
+	}
+	m.mu.Lock()
+	m.physical -= m.gran * m.sinkGran
+	m.chunks--
+	m.mu.Unlock()
+	m.scrubMu.Lock()
+	if m.scrubStream != nil {
+		errs = append(errs, m.scrubStream.Destroy())
+		m.scrubStream = nil
+	}
+	m.scrubMu.Unlock()
+	return errors.Join(errs...)
+}
+
+func roundUp(v, to uint64) uint64 {
+	r := (v + to - 1) / to * to
+	if r < v {
+		return 0
+	}
+	return r
+}
+
+// nextPow2 returns the smallest power of two >= v (1 for 0), or 0 on overflow.
+func nextPow2(v uint64) uint64 {
+	if v <= 1 {
+		return 1
+	}
+	s := bits.Len64(v - 1)
+	if s >= 64 {
+		return 0
+	}
+	return 1 << s
+}
