@@ -742,6 +742,9 @@ func (p *parser) instruction() *Instruction {
 		p.fail("expected an instruction, found %s", describe(p.tok))
 	}
 	in.Opcode, in.Mods = splitName(p.tok.text)
+	if !knownOpcodes[in.Opcode] {
+		p.fail("unknown instruction %q", in.Opcode)
+	}
 	p.advance()
 	if p.accept(";") {
 		return in
@@ -951,3 +954,26 @@ func (p *parser) symOffset(s *Symbol) Operand {
 	}
 	return s
 }
+
+// knownOpcodes lists the first dotted component of every PTX instruction of
+// ISA 9.0 (and the sm_100 families), so that garbage such as a misspelt
+// directive is not taken for an instruction. Their modifiers are not checked.
+var knownOpcodes = func() map[string]bool {
+	m := map[string]bool{}
+	for _, op := range strings.Fields(`
+		abs activemask add addc alloca and applypriority atom bar barrier bfe bfi
+		bfind bmsk bra brev brkpt brx call clusterlaunchcontrol clz cnot copysign
+		cos cp createpolicy cvt cvta discard div dp2a dp4a elect ex2 exit fence
+		fma fns getctarank griddepcontrol isspacep istypep ld ldmatrix ldu lg2
+		lop3 mad mad24 madc mapa match max mbarrier membar min mma mov movmatrix
+		mul mul24 multimem nanosleep neg not or pmevent popc prefetch prefetchu
+		prmt rcp red redux rem ret rsqrt sad selp set setmaxnreg setp shf shfl
+		shl shr sin slct sqrt st stackrestore stacksave stmatrix sub subc suld
+		suq sured sust szext tanh tcgen05 tensormap testp tex tld4 trap txq
+		vabsdiff vabsdiff2 vabsdiff4 vadd vadd2 vadd4 vavrg2 vavrg4 vmad vmax
+		vmax2 vmax4 vmin vmin2 vmin4 vote vset vset2 vset4 vshl vshr vsub vsub2
+		vsub4 wgmma wmma xor`) {
+		m[op] = true
+	}
+	return m
+}()
