@@ -43,8 +43,8 @@ func (p *goProgram) bind(addr map[string]uint64) error {
 	return nil
 }
 
-func (k *goKernel) params() []backend.Param        { return k.ps }
-func (k *goKernel) attributes() kernelAttributes    { return k.attrs }
+func (k *goKernel) params() []backend.Param      { return k.ps }
+func (k *goKernel) attributes() kernelAttributes { return k.attrs }
 func (k *goKernel) run(ctx context.Context, l launchArgs) (KernelWork, error) {
 	return k.fn(ctx, l)
 }
@@ -185,6 +185,22 @@ func alloc(t testing.TB, d *Device, size uint64) backend.DevicePtr {
 		t.Fatalf("SetAccess: %v", err)
 	}
 	return p
+}
+
+// allocErr is alloc for goroutines other than the test's.
+func allocErr(d *Device, size uint64) (backend.DevicePtr, error) {
+	p, err := d.Reserve(size, 0)
+	if err != nil {
+		return 0, err
+	}
+	c, err := d.CreateChunk(size)
+	if err != nil {
+		return 0, err
+	}
+	if err := d.Map(p, size, c, 0); err != nil {
+		return 0, err
+	}
+	return p, d.SetAccess(p, size)
 }
 
 func newStream(t testing.TB, d *Device) *Stream {

@@ -247,7 +247,11 @@ func (s *Stream) exec(c *cmd) {
 		s.firstErr.CompareAndSwap(nil, &err)
 	}
 	if c.kind == cmdCallback {
-		c.callback(s.firstError())
+		cbErr := d.check() // a lost context wins: it names the first fault too
+		if cbErr == nil {
+			cbErr = s.firstError()
+		}
+		c.callback(cbErr)
 	}
 	s.end = c.end
 	s.vtime.Store(c.end)
@@ -511,7 +515,8 @@ func (s *Stream) WaitEvent(e backend.Event) error {
 }
 
 // Callback enqueues fn, run on the stream's goroutine once all earlier work
-// completed, with the stream's first error. Later work waits for it.
+// completed, with the stream's first error (or the lost or closed context's
+// error). Later work waits for it.
 func (s *Stream) Callback(fn func(error)) error {
 	if err := s.d.check(); err != nil {
 		return err
