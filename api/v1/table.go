@@ -212,8 +212,19 @@ func ReplyType(m Message) Type {
 	return 0
 }
 
-// checkFrame checks a valid header (see ParseHeader) against the table:
-// a known type, in the right kind of frame, with its number of fds.
+// CheckHeader checks a header that ParseHeader accepted against the table: a
+// known type (else Unsupported), a reply type exactly in a reply frame, the
+// Error flag exactly on an Error, NoReply only on a type that allows it, and
+// the type's number of file descriptors (else Malformed). A receiver of replies
+// uses it before decoding; servers use Admit, which includes it.
+func CheckHeader(h Header) (Info, error) {
+	info, err := checkFrame(h)
+	if info == nil {
+		return Info{}, err
+	}
+	return *info, err
+}
+
 func checkFrame(h Header) (*Info, error) {
 	info := row(h.Type)
 	if info == nil {

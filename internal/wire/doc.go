@@ -1,0 +1,54 @@
+// Package wire carries api/v1 frames over Unix stream sockets, with file
+// descriptors passed alongside, for the client, the manager and the driver
+// processes.
+//
+// It owns three layers, each usable alone:
+//
+//   - Conn: framing. ReadFrame returns a header, its payload and the
+//     descriptors that came with it; WriteMessage and WriteFrame send one frame
+//     with optional descriptors (SCM_RIGHTS, in the same sendmsg as the frame's
+//     first byte). Reads are buffered but go through recvmsg, so ancillary data
+//     is never lost: received descriptors are queued with the stream offsets
+//     they arrived at and handed to the frame whose header claims them; strays
+//     are closed. The Go netpoller is kept (syscalls go through the socket's
+//     RawConn), so deadlines on UnixConn() work. PeerCred, Pair, SocketPair,
+//     FromFD and Dial make and inspect connections.
+//   - Client: request/reply. It numbers requests, sends them synchronously
+//     (Call, CallFDs: wait for the reply with that ID) or asynchronously (Send:
+//     FlagNoReply), routes replies from one reader goroutine, and returns Error
+//     replies as *v1.Error.
+//   - Server: a serve loop that enforces the protocol (Hello first, v1.Admit,
+//     strict decoding, Unsupported for unknown types, Malformed-and-close for
+//     unframeable input) and hands admitted requests to a Handler one at a time.
+//
+// Typical use, on the client side:
+//
+//	c, err := wire.Dial(ctx, socketPath)
+//	cl := wire.NewClient(c)
+//	defer cl.Close()
+//	var hr v1.HelloReply
+//	err = cl.Call(ctx, v1.NewHello(v1.RoleClient, token, program), &hr)
+//	var so v1.SessionOpened
+//	fds, err := cl.CallFDs(ctx, &v1.OpenSession{Device: 0}, &so, nil)
+//	session, err := wire.FromFD(fds[0]) // then NewClient(session), Hello, ...
+//
+// and on the server side:
+//
+//	srv := &wire.Server{Endpoint: v1.EndpointDriver, Rights: sess.Rights, Handle: sess.Handle, Deferred: sess.Defer}
+//	err := srv.Serve(ctx, conn)
+//
+// Errors: ReadFrame returns io.EOF at a clean end of stream, an error wrapping
+// io.ErrUnexpectedEOF and ErrConnLost when the peer stops mid-frame, and
+// Malformed errors (ErrFrameTooLarge, ErrBadFDs, or a v1 header error) for
+// input that cannot be framed; after those the connection must be closed.
+//
+// Descriptor ownership: descriptors passed to WriteMessage, WriteFrame, Send
+// and CallFDs stay the caller's; descriptors received (Frame.FDs, what CallFDs
+// returns, Request.FDs) are the receiver's to close; descriptors a Handler
+// returns are closed by Server once sent.
+//
+// Lock order: a Conn has a read lock and a write lock, never held together
+// (Close takes the read lock after closing the socket, so that a blocked read
+// returns first). Client.mu is taken alone, never while writing or reading.
+// Server holds no locks. No callback is called with a lock held.
+package wire

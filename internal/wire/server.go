@@ -1,0 +1,178 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	v1 "github.com/gpuos/gpuos/api/v1"
+)
+
+// Request is one admitted, decoded request handed to a Handler.
+type Request struct {
+	Header v1.Header
+	Msg    v1.Message
+	// FDs came with the request; the handler owns them.
+	FDs []int
+}
+
+// Handler answers one request with its reply (nil for Empty) and descriptors to
+// send with it, or an error that goes back as an Error reply. Serve closes the
+// returned descriptors once they are sent (or if they cannot be).
+type Handler func(ctx context.Context, req *Request) (reply v1.Message, fds []int, err error)
+
+// Server serves the requests of one endpoint on connections.
+type Server struct {
+	// Endpoint is what this server is: requests of other endpoints are refused
+	// with PermissionDenied.
+	Endpoint v1.Endpoint
+	// Rights returns the session's rights now; it is asked for every request, so
+	// a Restrict takes effect from the next one. Nil means AllSessionRights
+	// (the manager and control endpoints have no session rights).
+	Rights func() v1.Rights
+	// Handle answers requests, one at a time, in the order they arrived.
+	Handle Handler
+	// Deferred receives the error of a NoReply request (refused or failed), for
+	// the session to return from its next synchronizing call; req.Msg is nil if
+	// the request was refused before it was decoded. Nil drops such errors.
+	Deferred func(req *Request, err error)
+}
+
+// Serve reads requests from c and answers them until the peer closes the
+// connection (then it returns nil), ctx ends, or the connection breaks. It
+// closes c when it returns.
+//
+// Serve enforces the protocol so that handlers see only admitted, well-formed
+// requests: the first frame must be a Hello of the same major version and of
+// the role that fits the endpoint (RoleControl on EndpointControl, RoleClient
+// elsewhere), else it answers with an error and closes; every request is
+// checked by v1.Admit and v1.AdmitMessage; an unknown type gets Unsupported
+// and the connection stays up; an oversized or unframeable request gets
+// Malformed and the connection is closed. The handler answers Hello too (it
+// authenticates the token and fills HelloReply); an error it returns for Hello
+// closes the connection.
+//
+// Requests are handled one at a time: a handler that blocks (WaitFence, say)
+// holds up the requests behind it on this connection, as a CUDA stream would.
+func (s *Server) Serve(ctx context.Context, c *Conn) error {
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+
+	greeted := false
+	for {
+		f, err := c.ReadFrame()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if v1.CodeOf(err) == v1.CodeMalformed && f.Header.Type != 0 && !f.Header.NoReply() {
+				// Best effort: tell the peer why before closing.
+				_ = c.WriteMessage(f.Header.ID, v1.FlagReply|v1.FlagError, v1.Wire(err))
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("serve: %w", err)
+		}
+		req := &Request{Header: f.Header, FDs: f.FDs}
+		reply, fds, err := s.serveOne(ctx, req, f.Payload, greeted)
+		fatal := !greeted && err != nil
+		if err == nil && req.Header.Type == v1.TypeHello {
+			greeted = true
+		}
+		if werr := s.answer(c, req, reply, fds, err); werr != nil {
+			return fmt.Errorf("serve: %w", werr)
+		}
+		if fatal {
+			return fmt.Errorf("serve: handshake: %w", err)
+		}
+	}
+}
+
+// serveOne admits, decodes and handles one request.
+func (s *Server) serveOne(ctx context.Context, req *Request, payload []byte, greeted bool) (v1.Message, []int, error) {
+	h := req.Header
+	if !greeted && h.Type != v1.TypeHello {
+		closeFDs(req.FDs)
+		return nil, nil, v1.Errorf(v1.CodeMalformed, "first request is %v, want Hello", h.Type)
+	}
+	rights := v1.AllSessionRights
+	if s.Rights != nil {
+		rights = s.Rights()
+	}
+	info, err := v1.Admit(s.Endpoint, rights, h)
+	if err != nil {
+		closeFDs(req.FDs)
+		return nil, nil, err
+	}
+	m := info.New()
+	if err := v1.Unmarshal(payload, m); err != nil {
+		closeFDs(req.FDs)
+		return nil, nil, fmt.Errorf("decode %v: %w", h.Type, err)
+	}
+	if err := v1.AdmitMessage(h, m); err != nil {
+		closeFDs(req.FDs)
+		return nil, nil, err
+	}
+	req.Msg = m
+	if hello, ok := m.(*v1.Hello); ok {
+		if err := hello.Compatible(); err != nil {
+			return nil, nil, err
+		}
+		if want := s.role(); hello.Role != want {
+			return nil, nil, v1.Errorf(v1.CodePermissionDenied, "%v endpoint does not serve role %v", s.Endpoint, hello.Role)
+		}
+		if greeted {
+			return nil, nil, v1.Errorf(v1.CodeMalformed, "second Hello on a connection")
+		}
+	}
+	reply, fds, err := s.Handle(ctx, req)
+	if err == nil {
+		if reply == nil {
+			reply = &v1.Empty{}
+		}
+		if want := v1.ReplyType(m); reply.Type() != want {
+			closeFDs(fds)
+			return nil, nil, v1.Errorf(v1.CodeInternal, "handler answered %v with %v, want %v", h.Type, reply.Type(), want)
+		}
+	}
+	return reply, fds, err
+}
+
+func (s *Server) role() v1.Role {
+	if s.Endpoint == v1.EndpointControl {
+		return v1.RoleControl
+	}
+	return v1.RoleClient
+}
+
+// answer sends the reply or error for req, or defers the error of a NoReply
+// request. Only a write failure is returned.
+func (s *Server) answer(c *Conn, req *Request, reply v1.Message, fds []int, err error) error {
+	defer closeFDs(fds)
+	if req.Header.NoReply() {
+		if err != nil && s.Deferred != nil {
+			s.Deferred(req, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return c.WriteMessage(req.Header.ID, v1.FlagReply|v1.FlagError, v1.Wire(err))
+	}
+	if werr := c.WriteMessage(req.Header.ID, v1.FlagReply, reply, fds...); werr != nil {
+		var ve *v1.Error
+		if errors.As(werr, &ve) {
+			// The reply did not encode (too large, wrong descriptor count): a
+			// handler bug, reported to the peer rather than dropped.
+			return c.WriteMessage(req.Header.ID, v1.FlagReply|v1.FlagError, v1.Errorf(v1.CodeInternal, "%v", werr))
+		}
+		return werr
+	}
+	return nil
+}
