@@ -12,7 +12,6 @@ import (
 // with the line and column of the offending token.
 func Parse(src []byte) (*Module, error) {
 	p := &parser{lx: lexer{src: string(src), line: 1}}
-	p.advance()
 	m, err := p.module()
 	if err != nil {
 		return nil, err
@@ -121,6 +120,7 @@ func (p *parser) module() (m *Module, err error) {
 			m, err = nil, b.err
 		}
 	}()
+	p.advance()
 	m = &Module{}
 	seen := map[string]bool{}
 	for p.tok.kind != tEOF {
