@@ -109,14 +109,14 @@ func (c CostModel) KernelTime(w KernelWork, sms int) time.Duration {
 	// ns = instructions / (used × issue × MHz × 1e6) × 1e9.
 	compute := ceilDiv(w.Instructions, 1000, satMul(satMul(used, c.IssuePerSMPerClock), c.ClockMHz))
 	memory := transferNs(satAdd(w.GlobalBytesRead, w.GlobalBytesWritten), c.GlobalBytesPerSecond)
-	return c.LaunchOverhead + nsDuration(max(compute, memory))
+	return nsDuration(satAdd(uint64(c.LaunchOverhead), max(compute, memory)))
 }
 
-// NsPerInstruction is the device-wide time of one thread-instruction when a
-// launch keeps `used` SMs busy; the interpreter uses it for clock registers.
-func (c CostModel) NsPerInstruction(used int) float64 {
+// NsPerInstruction is how long one thread takes per instruction (one SM
+// clock); the interpreter advances %globaltimer and %clock by it.
+func (c CostModel) NsPerInstruction() float64 {
 	c = c.withDefaults()
-	return 1000 / (float64(max(used, 1)) * float64(c.IssuePerSMPerClock) * float64(c.ClockMHz))
+	return 1000 / float64(c.ClockMHz)
 }
 
 // CopyKind names a copy direction for CopyTime.
@@ -151,7 +151,7 @@ func (c CostModel) CopyTime(kind CopyKind, n uint64, pinned bool) time.Duration 
 	default:
 		bw = c.GlobalBytesPerSecond
 	}
-	return c.CopyOverhead + nsDuration(transferNs(n, bw))
+	return nsDuration(satAdd(uint64(c.CopyOverhead), transferNs(n, bw)))
 }
 
 // transferNs is ceil(n × 1e9 / bytesPerSecond).

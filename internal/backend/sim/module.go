@@ -1,12 +1,10 @@
 package sim
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"sync"
-	"unicode/utf8"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/backend"
@@ -130,31 +128,6 @@ func (d *Device) LoadModule(image []byte) (backend.Module, error) {
 	d.qmu.Unlock()
 	return m, nil
 }
-
-// ptxFromImage classifies a module image and returns its PTX text.
-func ptxFromImage(image []byte) ([]byte, error) {
-	switch {
-	case len(image) == 0:
-		return nil, fmt.Errorf("empty image: %w", ErrInvalidImage)
-	case bytes.HasPrefix(image, []byte("\x7fELF")):
-		return nil, fmt.Errorf("cubin: %w", ErrSASS)
-	case len(image) >= 4 && binary.LittleEndian.Uint32(image) == fatbinMagic:
-		return ptxFromFatbin(image)
-	case len(image) >= 4 && binary.LittleEndian.Uint32(image) == fatbinWrapperMagic:
-		return nil, fmt.Errorf("a fatbin wrapper (pass the fatbin it points to): %w", ErrInvalidImage)
-	}
-	text := bytes.TrimRight(image, "\x00")
-	if !utf8.Valid(text) || bytes.IndexByte(text, 0) >= 0 || !bytes.Contains(text, []byte(".version")) {
-		return nil, ErrInvalidImage
-	}
-	return text, nil
-}
-
-// Fatbin magic numbers: the container, and the wrapper struct that points to it.
-const (
-	fatbinMagic        = 0xBA55ED50
-	fatbinWrapperMagic = 0x466243B1
-)
 
 // place lays the program's globals out in one granule-rounded chunk, writes
 // their initial values and relocations, and binds their addresses.
@@ -404,7 +377,6 @@ func (f *function) checkLaunch(cfg backend.LaunchConfig, params []byte) error {
 // runKernel runs a launch command on the interpreter and sets its end time.
 func (d *Device) runKernel(c *cmd) error {
 	f, cfg := c.fn, c.cfg
-	blocks := uint64(cfg.Grid[0]) * uint64(cfg.Grid[1]) * uint64(cfg.Grid[2])
 	cost := d.opts.Cost
 	work, err := f.k.run(d.ctx, launchArgs{
 		grid:             cfg.Grid,
@@ -413,7 +385,7 @@ func (d *Device) runKernel(c *cmd) error {
 		params:           c.params,
 		global:           d.view,
 		startNs:          c.start,
-		nsPerInstruction: cost.NsPerInstruction(int(min(blocks, uint64(d.opts.SMs)))),
+		nsPerInstruction: cost.NsPerInstruction(),
 		workers:          d.opts.Workers,
 		maxInstructions:  d.opts.MaxInstructions,
 	})
