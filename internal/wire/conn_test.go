@@ -2,7 +2,6 @@ package wire_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -592,4 +591,3 @@ func BenchmarkReadLaunch(b *testing.B) {
 	}
 }
 
-var _ = binary.LittleEndian
