@@ -87,6 +87,20 @@ func (a *Allocation) ReadOnly() bool { return a.readOnly }
 // Attached reports whether the allocation is an attachment of another one.
 func (a *Allocation) Attached() bool { return a.src != nil }
 
+// Revoked reports whether the allocation was taken away without Free: its
+// window closed or, for an attachment, its owner freed it. Its address may
+// since hold another allocation.
+func (a *Allocation) Revoked() bool {
+	if a.slab != nil {
+		a.w.mu.RLock()
+		defer a.w.mu.RUnlock()
+	} else {
+		a.sh.mu.Lock()
+		defer a.sh.mu.Unlock()
+	}
+	return a.state == stateRevoked
+}
+
 // Shareable reports whether the allocation owns its chunks, so Attach accepts it.
 func (a *Allocation) Shareable() bool { return a.slab == nil }
 

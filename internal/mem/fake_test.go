@@ -234,17 +234,22 @@ func (d *fakeDevice) MemoryInfo() (free, total uint64, err error) {
 	return d.total - d.used, d.total, nil
 }
 
-// access calls fn for each byte of [ptr, ptr+n) as a kernel would reach it,
-// failing like a fault on an unmapped or inaccessible granule. Caller holds mu.
-func (d *fakeDevice) access(ptr backend.DevicePtr, n uint64, fn func(b *byte)) error {
-	for i := uint64(0); i < n; i++ {
-		p := ptr + backend.DevicePtr(i)
-		g := p - p%backend.DevicePtr(d.gran)
+// access calls fn on the pieces of chunk memory behind [ptr, ptr+n), in
+// order, as a kernel would reach them, failing like a fault on an unmapped or
+// inaccessible granule. Caller holds mu.
+func (d *fakeDevice) access(ptr backend.DevicePtr, n uint64, fn func(b []byte)) error {
+	for n > 0 {
+		g := ptr - ptr%backend.DevicePtr(d.gran)
 		pg := d.pages[g]
 		if pg == nil || !pg.access {
-			return fmt.Errorf("fault at %#x (mapped %v)", uint64(p), pg != nil)
+			return fmt.Errorf("fault at %#x (mapped %v)", uint64(ptr), pg != nil)
 		}
-		fn(&pg.m.c.data[pg.m.off+uint64(p-pg.m.ptr)])
+		in := uint64(ptr - g)
+		k := min(n, d.gran-in)
+		at := pg.m.off + uint64(g-pg.m.ptr) + in
+		fn(pg.m.c.data[at : at+k])
+		ptr += backend.DevicePtr(k)
+		n -= k
 	}
 	return nil
 }
@@ -252,15 +257,14 @@ func (d *fakeDevice) access(ptr backend.DevicePtr, n uint64, fn func(b *byte)) e
 func (d *fakeDevice) write(ptr backend.DevicePtr, data []byte) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	i := 0
-	return d.access(ptr, uint64(len(data)), func(b *byte) { *b = data[i]; i++ })
+	return d.access(ptr, uint64(len(data)), func(b []byte) { data = data[copy(b, data):] })
 }
 
 func (d *fakeDevice) read(ptr backend.DevicePtr, n uint64) ([]byte, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	out := make([]byte, 0, n)
-	err := d.access(ptr, n, func(b *byte) { out = append(out, *b) })
+	err := d.access(ptr, n, func(b []byte) { out = append(out, b...) })
 	return out, err
 }
 
@@ -334,7 +338,16 @@ func (s *fakeStream) Memset(dst backend.DevicePtr, value uint32, elemSize int, c
 		return backend.ErrUnsupported
 	}
 	var i uint64
-	err := d.access(dst, count*4, func(b *byte) { *b = byte(value >> (8 * (i % 4))); i++ })
+	err := d.access(dst, count*4, func(b []byte) {
+		if value == 0 {
+			clear(b)
+			return
+		}
+		for k := range b {
+			b[k] = byte(value >> (8 * (i % 4)))
+			i++
+		}
+	})
 	if err != nil && s.err == nil {
 		s.err = err
 	}
