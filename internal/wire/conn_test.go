@@ -590,4 +590,3 @@ func BenchmarkReadLaunch(b *testing.B) {
 		}
 	}
 }
-

@@ -497,4 +497,3 @@ func BenchmarkCallRoundTrip(b *testing.B) {
 		}
 	}
 }
-
