@@ -7,8 +7,9 @@ import (
 )
 
 // Rights is a set of permissions carried by a handle. The bit values are the
-// wire protocol's (WIRE.md "Rights"): session rights in the low bits, buffer
-// rights from bit 16.
+// wire protocol's, the same as v1.Rights (convert with cap.Rights(r)):
+// session rights in the low bits, buffer rights from bit 16. A session's
+// handle may carry buffer rights too, which bound those of its buffers.
 type Rights uint64
 
 // Session rights.
