@@ -73,9 +73,11 @@ func (d *fakeDevice) failing(op string) error {
 
 func (d *fakeDevice) aligned(v uint64) bool { return v != 0 && v%d.gran == 0 }
 
-func (d *fakeDevice) Info() backend.DeviceInfo { return backend.DeviceInfo{Name: "fake", TotalMemory: d.total} }
-func (d *fakeDevice) Close() error             { return nil }
-func (d *fakeDevice) Granularity() uint64      { return d.gran }
+func (d *fakeDevice) Info() backend.DeviceInfo {
+	return backend.DeviceInfo{Name: "fake", TotalMemory: d.total}
+}
+func (d *fakeDevice) Close() error        { return nil }
+func (d *fakeDevice) Granularity() uint64 { return d.gran }
 
 func (d *fakeDevice) Reserve(size, alignment uint64) (backend.DevicePtr, error) {
 	d.mu.Lock()

@@ -1,0 +1,131 @@
+// Package mem is the memory manager of a gpuos driver process: it owns the
+// device memory of one backend context and hands it to sessions. It owns
+// per-session address windows, the allocations inside them, per-tenant
+// quotas, sharing of allocations between windows, a pool of freed chunks and
+// the shared sink chunk; it is built so that swapping to host memory can be
+// added without reshaping it.
+//
+// # Windows and guard ranges
+//
+// Each session gets a Window: a range of device addresses reserved with
+// Device.Reserve, a power of two in size (at least Options.MinWindow and 1.5
+// times its tenant's quota, or the device limit if it has none) and aligned
+// to its size. Every allocation and attachment of the session lives in it.
+//
+// GuardRange is [Base, Base+2^k): every granule in it is mapped and
+// accessible — a chunk where an allocation or attachment lives, the one
+// shared sink chunk elsewhere — so a kernel access confined to it (the PTX
+// guard masks addresses into it) can never fault. It starts at the size of
+// the sink chunk, rounded up to a power of two, and when an allocation ends
+// past it, it doubles (or more) to cover it: the new granules are mapped to
+// the sink and one SetAccess covers them together with the allocation's
+// chunk. It never shrinks while the window is open; allocation is first-fit
+// from the lowest address, which keeps it small.
+//
+// Cost on a real GPU: cuMemSetAccess costs about 35 µs per separately mapped
+// chunk in its range and cuMemMap about 1 µs, so every change makes exactly
+// one SetAccess call over the granules it mapped, and a larger
+// Options.SinkChunk makes a guard range of fewer mappings. Placing a chunk on
+// sink granules unmaps their sink mappings (whole, as the VMM API requires),
+// maps the chunk, maps the sink again over the remainders and grants access
+// once; freeing unmaps the chunk and maps the sink back.
+//
+// A granule being remapped is briefly unmapped, and on a GPU any access to
+// it then faults and poisons the whole context. So before any change inside
+// a window's guard range the manager calls Options.Quiesce, which must stop
+// the session's kernels until it resumes them; growth beyond the range needs
+// no quiescing (no kernel can reach it yet), nor does a sub-allocation from a
+// slab the window already holds.
+//
+// # Allocations
+//
+// Alloc aligns every allocation to 256 bytes, as cudaMalloc does. Sizes
+// below the granularity are sub-allocated from slabs — one-granule chunks the
+// window holds — with best fit inside the lowest slab that has room and
+// coalescing on Free; such an Alloc+Free makes no backend call at all. One
+// empty slab per window is kept. Larger allocations, and those made with
+// Shareable, get one chunk of their own, rounded up to the granularity.
+// Freed chunks go to a per-manager pool (Options.PoolLimit bytes, reused by
+// exact size) so alloc/free cycles do not create chunks each time; the pool
+// is trimmed, largest chunks first, whenever a new chunk would pass the
+// device limit, and when the backend itself reports out-of-memory.
+//
+// In one driver process, memory one tenant freed may come back to another:
+// a chunk whose last user was another tenant (or several, after sharing) is
+// zeroed with a Memset before it is mapped for use; so are fresh chunks unless
+// Options.FreshChunksZeroed says the backend zeroes them. Reuse by the same
+// tenant is not zeroed, as natively.
+//
+// # Accounting
+//
+// A tenant is charged, across all its windows, the memory each allocation
+// holds exclusively: a sub-allocation its size rounded up to 256 bytes, an
+// allocation with its own chunk the whole chunk (size rounded up to the
+// granularity). Attachments cost their receiver nothing: shared bytes are
+// charged to the owner once. Slab slack, the pool and the sink are charged to
+// nobody; they count, with everything else, against the device limit
+// (Options.DeviceMemoryLimit, at most the device's memory). Going over the
+// quota is ErrQuotaExceeded on every path; reaching the device limit, or a
+// window without a free range large enough, is ErrOutOfMemory. Tenant.MemoryInfo
+// is the tenant's view for cuMemGetInfo.
+//
+// # Sharing
+//
+// Attach maps the chunk of an allocation into another window (or the same):
+// both addresses reach the same memory. Only allocations with chunks of their
+// own can be attached (Shareable, or at least a granule); a sub-allocation is
+// ErrNotShareable, since its chunk holds its neighbours. An attachment ends
+// when it is freed, when its window closes, or when the owner frees the
+// source: then every attachment is revoked first — unmapped, its granules
+// given back to the sink so the receivers' guard ranges stay whole (their
+// kernels read the sink instead of faulting) — and the receiver's Free of it
+// succeeds once. A read-only attachment is only recorded (ReadOnly) for the
+// driver to enforce on copies; the mapping is writable. Hardware read-only
+// mapping is future work: the backend's SetAccess has no protection argument,
+// and a read-only mapping would turn a guarded kernel's stray write into a
+// context-killing fault unless the guard knew which ranges are read-only.
+//
+// What the sink means for tenants: it is one chunk mapped at many places in
+// every window, so writes a kernel makes outside its allocations (but inside
+// its guard range) can be read by any session's stray reads. It leaks
+// nothing a tenant did not write out of bounds itself; a sink per tenant
+// would remove even that at the cost of a chunk per tenant.
+//
+// # Swapping (not built yet)
+//
+// Each chunk records its owner window and a last-use stamp (on Alloc,
+// Resolve and Attach; Window.Touch stamps a whole window when the driver
+// dispatches its work), and Manager.Candidates lists them least recently used
+// first: the input of the on_pressure hook. Eviction would plug into
+// getChunk, after the pool is trimmed: pick victims from Candidates, take the
+// victim's share lock and window locks as Free does, Quiesce the owner window
+// and every window it is attached in, copy the chunk to pinned host memory on
+// an eviction stream, unbackRegion it everywhere (the sink backs the granules,
+// so guard ranges stay whole) and release it, keeping the region and its
+// Allocation with the chunk marked evicted so Resolve and accounting are
+// unchanged. Before the session's next dispatch the driver would ask the
+// window to make itself resident: backRegion maps a new chunk at the same
+// addresses and the data is copied back.
+//
+// # Concurrency and lock order
+//
+// All methods are safe for concurrent use. Locks, in the order they nest:
+//
+//	share.mu (one per allocation with chunks of its own, with its attachments)
+//	  → Window.mu (one per window: its address space, mappings, slabs)
+//	    → Manager.mu (tenants, windows, pool, physical accounting)
+//	    → Manager.scrubMu (the scrub stream; a leaf)
+//
+// Only Free, Attach and Close of allocations with their own chunks take a
+// share lock; they then take the windows involved one at a time, so two
+// windows' locks are never held together. Close takes no lock while it calls
+// those. Tenant usage and quotas are atomics (a compare-and-swap loop
+// enforces the quota across windows), and GuardRange and Window.Touch are
+// lock-free, so a launch path reading them never waits for an allocation.
+//
+// Backend calls that change a window's mappings run under that window's lock
+// (and the Quiesce callback too): they must not interleave with another
+// change to the same window. No backend call runs under Manager.mu;
+// CreateChunk and chunk Release run under no lock at all, so one session
+// creating a chunk does not hold up another's sub-allocations.
+package mem
