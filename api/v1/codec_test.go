@@ -86,8 +86,8 @@ func TestMalformedPayloads(t *testing.T) {
 		errText string
 	}{
 		{"hello magic", v1.TypeHello, patch(v1.NewHello(v1.RoleClient, "", ""), func(b []byte) []byte { b[0] = 'X'; return b }), "magic"},
-		{"hello role 0", v1.TypeHello, patch(v1.NewHello(v1.RoleClient, "", ""), func(b []byte) []byte { b[len(b)-1] = 0; return b }), "role"},
-		{"hello role 3", v1.TypeHello, patch(v1.NewHello(v1.RoleClient, "", ""), func(b []byte) []byte { b[len(b)-1] = 3; return b }), "role"},
+		{"hello role 0", v1.TypeHello, patch(v1.NewHello(v1.RoleClient, "", ""), func(b []byte) []byte { b[len(b)-5] = 0; return b }), "role"},
+		{"hello role 3", v1.TypeHello, patch(v1.NewHello(v1.RoleClient, "", ""), func(b []byte) []byte { b[len(b)-5] = 3; return b }), "role"},
 		{"memcpy dir 0", v1.TypeMemcpy, v1.Marshal(&v1.Memcpy{}), "direction"},
 		{"memcpy dir 4", v1.TypeMemcpy, v1.Marshal(&v1.Memcpy{Dir: 4}), "direction"},
 		{"memcpy HtoD short data", v1.TypeMemcpy, v1.Marshal(&v1.Memcpy{Dir: v1.DirHtoD, Size: 5, Data: []byte{1}}), "HtoD"},

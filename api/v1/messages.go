@@ -64,6 +64,7 @@ type Hello struct {
 	Token   string // optional tenant credential (GPUOS_TOKEN)
 	Program string // the client program's name, for ps, top and the audit log
 	Role    Role
+	Tenant  string // tenant to act as (GPUOS_TENANT); empty: the first that admits the client
 }
 
 // NewHello returns a Hello of this protocol version.
@@ -88,6 +89,7 @@ func (m *Hello) Encode(e *Encoder) {
 	e.PutString(m.Token)
 	e.PutString(m.Program)
 	e.PutUint8(uint8(m.Role))
+	e.PutString(m.Tenant)
 }
 func (m *Hello) Decode(d *Decoder) error {
 	m.Magic = d.Uint32()
@@ -102,6 +104,7 @@ func (m *Hello) Decode(d *Decoder) error {
 	if d.Err() == nil && !m.Role.Valid() {
 		d.Failf("hello role %d", m.Role)
 	}
+	m.Tenant = d.Text()
 	return d.Err()
 }
 

@@ -1,0 +1,23 @@
+// Package driver is a gpuos driver process: it owns one backend device context
+// and serves the sessions the manager places on it.
+//
+// Each session is one client connection whose handles live in a cap.Table; the
+// connection is the session capability, and what the session may do is what its
+// rights admit (v1.Admit, from the one message table). Buffers live in the
+// session's memory window (mem), device work goes through the scheduler (sched)
+// to backend streams, and every state-changing call is charged to the session's
+// ledger and written to the audit log.
+//
+// A session that ends — closed, killed, or its client crashed mid-call — has its
+// table closed, which revokes everything it held and runs each object's cleanup
+// (buffers freed, streams drained and destroyed, modules unloaded), so its
+// ledger and its tenant's memory usage return to where they were.
+//
+// If the device context is lost (a fatal fault), the driver stops: Lost is
+// closed and the process exits, every session's connection breaks (clients see
+// DeviceLost), and the manager starts a fresh driver.
+//
+// Lock order: Driver.mu, then Session.mu. Neither is held while calling the
+// backend, the scheduler, the memory manager or cap (whose cleanups call back
+// into sessions).
+package driver

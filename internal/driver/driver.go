@@ -1,0 +1,322 @@
+package driver
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	v1 "github.com/gpuos/gpuos/api/v1"
+	"github.com/gpuos/gpuos/internal/audit"
+	"github.com/gpuos/gpuos/internal/backend"
+	"github.com/gpuos/gpuos/internal/cap"
+	"github.com/gpuos/gpuos/internal/config"
+	"github.com/gpuos/gpuos/internal/ledger"
+	"github.com/gpuos/gpuos/internal/mem"
+	"github.com/gpuos/gpuos/internal/sched"
+	"github.com/gpuos/gpuos/internal/wire"
+)
+
+// Errors returned by the driver.
+var (
+	ErrNoSuchSession = v1.Errorf(v1.CodeNotFound, "no such session")
+	ErrNoSuchGrant   = v1.Errorf(v1.CodeNotFound, "no grant has this token")
+	ErrClosed        = v1.Errorf(v1.CodeDeviceLost, "driver closed")
+)
+
+// Options configure a Driver.
+type Options struct {
+	Backend backend.Backend
+	Ordinal int           // device to open
+	Audit   *audit.Logger // nil: no audit log
+	Limits  config.SessionLimits
+	// DeviceMemoryLimit caps the device memory gpuos uses (0 = all of it).
+	DeviceMemoryLimit uint64
+	Log               *slog.Logger
+}
+
+// Driver owns one device context and the sessions on it.
+type Driver struct {
+	opts    Options
+	dev     backend.Device
+	info    backend.DeviceInfo
+	mem     *mem.Manager
+	caps    *cap.Space
+	sched   *sched.Scheduler
+	staging *stagingPool
+	log     *slog.Logger
+	limits  config.SessionLimits
+
+	mu       sync.Mutex
+	sessions map[uint64]*Session
+	tenants  map[string]*tenantState
+	grants   map[[16]byte]cap.Ref
+	closed   bool
+
+	lost     chan struct{}
+	lostErr  error
+	lostOnce sync.Once
+}
+
+// tenantState is what the driver keeps per tenant: one memory account and one
+// ledger shared by all the tenant's sessions on this device.
+type tenantState struct {
+	name     string
+	mem      *mem.Tenant
+	ledger   *ledger.Ledger
+	weight   int
+	priority int
+}
+
+// New opens the device and starts serving nothing yet.
+func New(opts Options) (*Driver, error) {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	dev, err := opts.Backend.Open(opts.Ordinal)
+	if err != nil {
+		return nil, fmt.Errorf("open device %d: %w", opts.Ordinal, err)
+	}
+	mm, err := mem.NewManager(dev, mem.Options{DeviceMemoryLimit: opts.DeviceMemoryLimit})
+	if err != nil {
+		dev.Close()
+		return nil, fmt.Errorf("start memory manager: %w", err)
+	}
+	d := &Driver{
+		opts:     opts,
+		dev:      dev,
+		info:     dev.Info(),
+		mem:      mm,
+		caps:     cap.NewSpace(),
+		sched:    sched.New(sched.Options{Device: dev}),
+		staging:  newStagingPool(dev),
+		log:      opts.Log,
+		limits:   withDefaults(opts.Limits),
+		sessions: map[uint64]*Session{},
+		tenants:  map[string]*tenantState{},
+		grants:   map[[16]byte]cap.Ref{},
+		lost:     make(chan struct{}),
+	}
+	d.audit(audit.Event{Kind: audit.KindDriverStart, Detail: map[string]any{
+		"backend": opts.Backend.Name(), "device": d.info.Name, "ordinal": opts.Ordinal}})
+	return d, nil
+}
+
+func withDefaults(l config.SessionLimits) config.SessionLimits {
+	c := config.Config{Limits: l}
+	return c.SessionLimitsOrDefault()
+}
+
+// Info describes the driver's device.
+func (d *Driver) Info() backend.DeviceInfo { return d.info }
+
+// Backend returns the backend's name.
+func (d *Driver) Backend() string { return d.opts.Backend.Name() }
+
+// Lost is closed when the device context has been lost; LostErr says why.
+func (d *Driver) Lost() <-chan struct{} { return d.lost }
+
+// LostErr returns the error that lost the device, or nil.
+func (d *Driver) LostErr() error {
+	select {
+	case <-d.lost:
+		return d.lostErr
+	default:
+		return nil
+	}
+}
+
+// check notes a backend error: a lost context stops the driver.
+func (d *Driver) check(err error) error {
+	if err != nil && errors.Is(err, backend.ErrContextLost) {
+		d.lostOnce.Do(func() {
+			d.lostErr = err
+			d.log.Error("device context lost", "err", err)
+			d.audit(audit.Event{Kind: audit.KindDriverExit}.WithError(err))
+			close(d.lost)
+		})
+	}
+	return err
+}
+
+func (d *Driver) audit(e audit.Event) {
+	if d.opts.Audit != nil {
+		d.opts.Audit.Log(e)
+	}
+}
+
+func (d *Driver) tenant(name string, quota uint64, weight, priority int) (*tenantState, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t, ok := d.tenants[name]; ok {
+		t.mem.SetQuota(quota)
+		t.weight, t.priority = weight, priority
+		return t, nil
+	}
+	lg, err := ledger.New("tenant "+name, nil, ledger.Limits{})
+	if err != nil {
+		return nil, err
+	}
+	mt := d.mem.Tenant(name)
+	mt.SetQuota(quota)
+	t := &tenantState{name: name, mem: mt, ledger: lg, weight: weight, priority: priority}
+	d.tenants[name] = t
+	return t, nil
+}
+
+// Attach places a session on this driver and serves it on conn until the
+// connection ends. It returns once the session is set up; serving continues in
+// the background.
+func (d *Driver) Attach(p *v1.AttachSession, conn *wire.Conn) (*Session, error) {
+	d.mu.Lock()
+	closed := d.closed
+	_, dup := d.sessions[p.SessionID]
+	d.mu.Unlock()
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case dup:
+		return nil, v1.Errorf(v1.CodeInvalidArgument, "session %d is already attached", p.SessionID)
+	}
+	t, err := d.tenant(p.Tenant, p.MemoryQuota, int(p.Weight), int(p.Priority))
+	if err != nil {
+		return nil, err
+	}
+	s, err := d.newSession(p, t)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	d.sessions[p.SessionID] = s
+	d.mu.Unlock()
+	d.audit(audit.Event{Kind: audit.KindSessionOpen, Tenant: p.Tenant, Session: p.SessionID, PID: p.PID,
+		UID: audit.UID(p.UID), Detail: map[string]any{"rights": p.Rights.String(), "label": p.Label,
+			"window": fmt.Sprintf("%#x+%#x", uint64(s.window.Base()), s.window.Size())}})
+	go s.serve(conn)
+	return s, nil
+}
+
+// Session returns an attached session.
+func (d *Driver) Session(id uint64) (*Session, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s, ok := d.sessions[id]
+	return s, ok
+}
+
+func (d *Driver) forget(s *Session) {
+	d.mu.Lock()
+	delete(d.sessions, s.id)
+	d.mu.Unlock()
+}
+
+// Stats returns every session's statistics.
+func (d *Driver) Stats() []v1.SessionStat {
+	d.mu.Lock()
+	ss := make([]*Session, 0, len(d.sessions))
+	for _, s := range d.sessions {
+		ss = append(ss, s)
+	}
+	d.mu.Unlock()
+	out := make([]v1.SessionStat, 0, len(ss))
+	for _, s := range ss {
+		out = append(out, s.Stat())
+	}
+	return out
+}
+
+// Kill ends a session: its connection is closed and everything it held is reclaimed.
+func (d *Driver) Kill(id uint64, reason string) error {
+	s, ok := d.Session(id)
+	if !ok {
+		return ErrNoSuchSession
+	}
+	d.audit(audit.Event{Kind: audit.KindKill, Tenant: s.tenant.name, Session: id, Detail: map[string]any{"reason": reason}})
+	s.kill()
+	return nil
+}
+
+func newToken() [16]byte {
+	var t [16]byte
+	rand.Read(t[:])
+	return t
+}
+
+// Close ends every session and releases the device.
+func (d *Driver) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	ss := make([]*Session, 0, len(d.sessions))
+	for _, s := range d.sessions {
+		ss = append(ss, s)
+	}
+	d.mu.Unlock()
+	for _, s := range ss {
+		s.kill()
+		<-s.done
+	}
+	d.sched.Close()
+	d.staging.close()
+	err := d.mem.Close()
+	if cerr := d.dev.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ServeControl serves the manager's control connection until it ends.
+func (d *Driver) ServeControl(ctx context.Context, conn *wire.Conn) error {
+	srv := &wire.Server{Endpoint: v1.EndpointControl, Handle: d.handleControl}
+	return srv.Serve(ctx, conn)
+}
+
+func (d *Driver) handleControl(ctx context.Context, req *wire.Request) (v1.Message, []int, error) {
+	switch m := req.Msg.(type) {
+	case *v1.Hello:
+		return &v1.HelloReply{Major: v1.Major, Minor: v1.Minor, Server: "gpuos driver", Backend: d.Backend()}, nil, nil
+	case *v1.DriverInfo:
+		return d.devices()
+	case *v1.AttachSession:
+		conn, err := wire.FromFD(req.FDs[0])
+		req.FDs = nil
+		if err != nil {
+			return nil, nil, fmt.Errorf("attach session: %w", err)
+		}
+		s, err := d.Attach(m, conn)
+		if err != nil {
+			conn.Close()
+			return nil, nil, err
+		}
+		return &v1.SessionAttached{WindowBase: uint64(s.window.Base()), WindowSize: s.window.Size()}, nil, nil
+	case *v1.DriverStats:
+		return &v1.Sessions{Sessions: d.Stats()}, nil, nil
+	case *v1.KillSession:
+		return nil, nil, d.Kill(m.SessionID, m.Reason)
+	}
+	return nil, nil, v1.Errorf(v1.CodeUnsupported, "control request %v", req.Header.Type)
+}
+
+func (d *Driver) devices() (v1.Message, []int, error) {
+	infos, err := d.opts.Backend.Devices()
+	if err != nil {
+		return nil, nil, err
+	}
+	out := &v1.Devices{Backend: d.Backend(), DriverVersion: uint32(d.opts.Backend.DriverVersion())}
+	for _, i := range infos {
+		out.Devices = append(out.Devices, DeviceInfoToWire(i))
+	}
+	return out, nil, nil
+}
+
+// DeviceInfoToWire converts a backend device description to its wire form.
+func DeviceInfoToWire(i backend.DeviceInfo) v1.DeviceInfo {
+	return v1.DeviceInfo{Ordinal: uint32(i.Ordinal), Name: i.Name, UUID: i.UUID, PCIBusID: i.PCIBusID,
+		TotalMemory: i.TotalMemory, ComputeMajor: uint32(i.ComputeMajor), ComputeMinor: uint32(i.ComputeMinor),
+		SMCount: uint32(i.SMCount), Attributes: i.Attributes}
+}

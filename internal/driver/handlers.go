@@ -1,0 +1,846 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "github.com/gpuos/gpuos/api/v1"
+	"github.com/gpuos/gpuos/internal/audit"
+	"github.com/gpuos/gpuos/internal/backend"
+	"github.com/gpuos/gpuos/internal/cap"
+	"github.com/gpuos/gpuos/internal/ledger"
+	"github.com/gpuos/gpuos/internal/mem"
+	"github.com/gpuos/gpuos/internal/ptx"
+	"github.com/gpuos/gpuos/internal/sched"
+	"github.com/gpuos/gpuos/internal/wire"
+)
+
+// Errors returned to sessions.
+var (
+	ErrBadParams   = v1.Errorf(v1.CodeInvalidArgument, "kernel parameter buffer does not match the kernel's parameters")
+	ErrBadLaunch   = v1.Errorf(v1.CodeInvalidArgument, "invalid launch configuration")
+	ErrOutOfRange  = v1.Errorf(v1.CodeInvalidArgument, "range outside the buffer")
+	ErrReadOnly    = v1.Errorf(v1.CodePermissionDenied, "buffer is read-only in this session")
+	ErrBadCopy     = v1.Errorf(v1.CodeInvalidArgument, "invalid copy")
+	ErrEmptyImage  = v1.Errorf(v1.CodeInvalidArgument, "empty program image")
+	ErrFenceNotYet = v1.Errorf(v1.CodeNotReady, "fence not reached yet")
+)
+
+// handle answers one admitted request; the wire server has already checked the
+// endpoint, the session's rights for the request type, and the frame's form.
+func (s *Session) handle(ctx context.Context, req *wire.Request) (v1.Message, []int, error) {
+	reply, err := s.dispatch(ctx, req)
+	if err != nil {
+		err = s.d.check(err)
+		if c := v1.CodeOf(err); c == v1.CodePermissionDenied || c == v1.CodeQuotaExceeded || c == v1.CodeRevoked {
+			s.deny(req.Header.Type.String(), err)
+		}
+	}
+	return reply, nil, err
+}
+
+func (s *Session) dispatch(ctx context.Context, req *wire.Request) (v1.Message, error) {
+	switch m := req.Msg.(type) {
+	case *v1.Hello:
+		return &v1.HelloReply{Major: v1.Major, Minor: v1.Minor, Server: "gpuos driver", Backend: s.d.Backend()}, nil
+	case *v1.CreateBuffer:
+		return s.createBuffer(m)
+	case *v1.Release:
+		return nil, s.table.Release(cap.Handle(m.Handle))
+	case *v1.Revoke:
+		return nil, s.revoke(cap.Handle(m.Handle))
+	case *v1.BufferWrite:
+		return nil, s.bufferWrite(ctx, m)
+	case *v1.BufferRead:
+		return s.bufferRead(ctx, m)
+	case *v1.LoadProgram:
+		return s.loadProgram(m)
+	case *v1.GetKernel:
+		return s.getKernel(m)
+	case *v1.GetGlobal:
+		return s.getGlobal(m)
+	case *v1.CreateStream:
+		return s.createStream(m)
+	case *v1.Launch:
+		return nil, s.launch(ctx, m)
+	case *v1.Memcpy:
+		return s.memcpy(ctx, m, req.Header.NoReply())
+	case *v1.Memset:
+		return nil, s.memset(ctx, m)
+	case *v1.RecordFence:
+		return s.recordFence(ctx, m)
+	case *v1.StreamWaitFence:
+		return nil, s.streamWaitFence(ctx, m)
+	case *v1.PollFence:
+		return nil, s.pollFence(m)
+	case *v1.WaitFence:
+		return nil, s.waitFence(ctx, m)
+	case *v1.FenceElapsed:
+		return s.fenceElapsed(m)
+	case *v1.Synchronize:
+		return nil, s.synchronize(ctx, m)
+	case *v1.Restrict:
+		r, err := s.table.Restrict(s.self, cap.Rights(m.Rights&v1.AllSessionRights)|cap.AllBufferRights)
+		return &v1.RightsReply{Rights: v1.Rights(r) & v1.AllSessionRights}, err
+	case *v1.Grant:
+		return s.grant(m)
+	case *v1.Attach:
+		return s.attach(m)
+	case *v1.MemInfo:
+		free, total := s.tenant.mem.MemoryInfo()
+		return &v1.MemInfoReply{Free: free, Total: total}, nil
+	case *v1.SessionInfo:
+		st := s.Stat()
+		return &st, nil
+	}
+	return nil, v1.Errorf(v1.CodeUnsupported, "%v is not served by a driver", req.Header.Type)
+}
+
+// ---- buffers ----------------------------------------------------------------
+
+func (s *Session) createBuffer(m *v1.CreateBuffer) (v1.Message, error) {
+	if m.Flags&^uint32(mem.Shareable) != 0 {
+		return nil, v1.Errorf(v1.CodeInvalidArgument, "unknown buffer flags %#x", m.Flags&^uint32(mem.Shareable))
+	}
+	if err := s.ledger.Charge(ledger.Buffers, 1); err != nil {
+		return nil, fmt.Errorf("create buffer: %w", err)
+	}
+	a, err := s.window.Alloc(m.Size, mem.AllocFlags(m.Flags))
+	if err != nil {
+		s.ledger.Refund(ledger.Buffers, 1)
+		return nil, fmt.Errorf("create buffer of %d bytes: %w", m.Size, err)
+	}
+	s.ledger.Charge(ledger.DeviceBytes, a.Size())
+	b := &bufferObj{alloc: a, addr: uint64(a.Ptr()), size: a.Size(), kind: cap.KindBuffer}
+	h, err := s.insert(cap.KindBuffer, b, s.selfRef(), cap.AllBufferRights, func() { s.freeBuffer(b, ledger.DeviceBytes) })
+	if err != nil {
+		return nil, err
+	}
+	s.d.audit(audit.Event{Kind: audit.KindAlloc, Tenant: s.tenant.name, Session: s.id, Object: uint64(h),
+		Detail: map[string]any{"bytes": b.size, "addr": fmt.Sprintf("%#x", b.addr)}})
+	return &v1.BufferCreated{Handle: uint64(h), Addr: b.addr, Size: b.size}, nil
+}
+
+// insert adds an object to the session's table, charging a handle; on failure
+// it runs cleanup itself so nothing leaks.
+func (s *Session) insert(kind cap.Kind, obj any, parent cap.Ref, rights cap.Rights, cleanup func()) (cap.Handle, error) {
+	if err := s.ledger.Charge(ledger.Handles, 1); err != nil {
+		if cleanup != nil {
+			cleanup()
+		}
+		return 0, err
+	}
+	h, err := s.table.Insert(kind, obj, parent, rights, func() {
+		if cleanup != nil {
+			cleanup()
+		}
+		s.ledger.Refund(ledger.Handles, 1)
+	})
+	if err != nil {
+		s.ledger.Refund(ledger.Handles, 1)
+		if cleanup != nil {
+			cleanup()
+		}
+		return 0, err
+	}
+	if b, ok := obj.(*bufferObj); ok {
+		s.mu.Lock()
+		s.allocs[b.alloc] = h
+		s.mu.Unlock()
+	}
+	return h, nil
+}
+
+func (s *Session) selfRef() cap.Ref {
+	r, _ := s.table.Ref(s.self, cap.KindSession, 0)
+	return r
+}
+
+func (s *Session) freeBuffer(b *bufferObj, res ledger.Resource) {
+	s.mu.Lock()
+	delete(s.allocs, b.alloc)
+	s.mu.Unlock()
+	if err := b.alloc.Free(); err != nil && !errors.Is(err, mem.ErrRevoked) && !errors.Is(err, mem.ErrWindowClosed) {
+		s.d.log.Warn("free buffer", "session", s.id, "err", err)
+	}
+	s.ledger.Refund(res, b.size)
+	if res == ledger.DeviceBytes {
+		s.ledger.Refund(ledger.Buffers, 1)
+		s.d.audit(audit.Event{Kind: audit.KindFree, Tenant: s.tenant.name, Session: s.id, Detail: map[string]any{"bytes": b.size}})
+	}
+}
+
+// buffer finds a buffer or attached mapping by handle, with the given rights.
+func (s *Session) buffer(h uint64, need cap.Rights) (*bufferObj, error) {
+	obj, err := s.table.Lookup(cap.Handle(h), cap.KindBuffer, need)
+	if errors.Is(err, cap.ErrInvalidHandle) {
+		obj, err = s.table.Lookup(cap.Handle(h), cap.KindMapping, need)
+	}
+	if err != nil {
+		if errors.Is(err, cap.ErrPermissionDenied) && need&cap.RightBufferWrite != 0 {
+			return nil, ErrReadOnly
+		}
+		return nil, err
+	}
+	return obj.(*bufferObj), nil
+}
+
+// resolve turns a reference into a device address for n bytes, checking the
+// buffer's rights: by handle and offset, or (Buffer 0) by address inside the
+// session's window.
+func (s *Session) resolve(r v1.Ref, n uint64, write bool) (backend.DevicePtr, error) {
+	need := cap.RightBufferRead
+	if write {
+		need = cap.RightBufferWrite
+	}
+	if r.Buffer == 0 {
+		a, _, err := s.window.Resolve(backend.DevicePtr(r.Offset), max(n, 1))
+		if err != nil {
+			if s.inGlobal(r.Offset, n) {
+				return backend.DevicePtr(r.Offset), nil
+			}
+			return 0, fmt.Errorf("address %#x: %w", r.Offset, err)
+		}
+		s.mu.Lock()
+		h, ok := s.allocs[a]
+		s.mu.Unlock()
+		if !ok {
+			return 0, v1.Errorf(v1.CodeInvalidArgument, "address %#x is not in a buffer of this session", r.Offset)
+		}
+		if _, err := s.buffer(uint64(h), need); err != nil {
+			return 0, err
+		}
+		return backend.DevicePtr(r.Offset), nil
+	}
+	b, err := s.buffer(r.Buffer, need)
+	if err != nil {
+		return 0, err
+	}
+	if r.Offset > b.size || n > b.size-r.Offset {
+		return 0, fmt.Errorf("%w: offset %d + %d bytes in a %d-byte buffer", ErrOutOfRange, r.Offset, n, b.size)
+	}
+	return backend.DevicePtr(b.addr + r.Offset), nil
+}
+
+// inGlobal reports whether [addr, addr+n) lies in a module global the session
+// looked up.
+func (s *Session) inGlobal(addr, n uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for base, g := range s.globals {
+		if addr >= base && addr-base <= g.size && n <= g.size-(addr-base) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Session) revoke(h cap.Handle) error {
+	if h == s.self {
+		return v1.Errorf(v1.CodeInvalidArgument, "a session cannot revoke itself: close it")
+	}
+	err := s.table.Revoke(h)
+	if err == nil {
+		s.d.audit(audit.Event{Kind: audit.KindRevoke, Tenant: s.tenant.name, Session: s.id, Object: uint64(h)})
+	}
+	return err
+}
+
+// ---- streams and submission -------------------------------------------------
+
+func (s *Session) streamOf(h uint64) (*streamObj, error) {
+	if h == 0 {
+		return s.stream, nil
+	}
+	obj, err := s.table.Lookup(cap.Handle(h), cap.KindStream, 0)
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*streamObj), nil
+}
+
+func (s *Session) createStream(m *v1.CreateStream) (v1.Message, error) {
+	if m.Flags&^1 != 0 { // CU_STREAM_NON_BLOCKING is the only flag
+		return nil, v1.Errorf(v1.CodeInvalidArgument, "unknown stream flags %#x", m.Flags)
+	}
+	least, greatest := s.d.dev.StreamPriorityRange()
+	prio := min(max(int(m.Priority), greatest), least) // CUDA clamps priorities into range
+	if err := s.ledger.Charge(ledger.Streams, 1); err != nil {
+		return nil, err
+	}
+	st, err := s.d.dev.NewStream(prio)
+	if err != nil {
+		s.ledger.Refund(ledger.Streams, 1)
+		return nil, fmt.Errorf("create stream: %w", err)
+	}
+	so := &streamObj{st: st, priority: prio}
+	h, err := s.insert(cap.KindStream, so, s.selfRef(), 0, func() {
+		s.destroyStream(so)
+		s.ledger.Refund(ledger.Streams, 1)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &v1.StreamCreated{Handle: uint64(h)}, nil
+}
+
+// destroyStream waits for the stream's issued work, then destroys it. Work of
+// this session still queued for it was dropped with the queue or completes first.
+func (s *Session) destroyStream(so *streamObj) {
+	s.queue.Wait(context.Background())
+	if err := so.st.Synchronize(); err != nil {
+		s.d.check(err)
+	}
+	s.d.sched.Forget(so.st)
+	so.st.Destroy()
+}
+
+// submit queues work for the device, blocking while the session's queue is full.
+func (s *Session) submit(ctx context.Context, c *sched.Command) error {
+	if c.Done == nil {
+		c.Done = s.deferError
+	}
+	if err := s.queue.Submit(ctx, c); err != nil {
+		return fmt.Errorf("submit: %w", err)
+	}
+	return nil
+}
+
+// submitWait queues work and waits for it to complete on the device.
+func (s *Session) submitWait(ctx context.Context, c *sched.Command) error {
+	done := make(chan error, 1)
+	c.Done = func(err error) { done <- err }
+	if err := s.submit(ctx, c); err != nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("wait for device: %w", ctx.Err())
+	}
+}
+
+// ---- programs ---------------------------------------------------------------
+
+func (s *Session) loadProgram(m *v1.LoadProgram) (v1.Message, error) {
+	if len(m.Image) == 0 {
+		return nil, ErrEmptyImage
+	}
+	var kernels []string
+	if isPTX(m.Image) {
+		m.Image = bytes.TrimRight(m.Image, "\x00")
+		mod, err := ptx.Parse(m.Image)
+		if err != nil {
+			return nil, fmt.Errorf("load program: %w", err)
+		}
+		for _, f := range mod.Functions() {
+			if f.Entry && f.Body != nil {
+				kernels = append(kernels, f.Name)
+			}
+		}
+	}
+	if err := s.ledger.Charge(ledger.Programs, 1); err != nil {
+		return nil, err
+	}
+	// The image aliases the request frame; backends copy what they keep.
+	mod, err := s.d.dev.LoadModule(m.Image)
+	if err != nil {
+		s.ledger.Refund(ledger.Programs, 1)
+		return nil, fmt.Errorf("load program: %w", err)
+	}
+	p := &programObj{mod: mod, kernels: kernels, name: m.Name}
+	h, err := s.insert(cap.KindProgram, p, s.selfRef(), 0, func() {
+		s.queue.Wait(context.Background())
+		s.forgetGlobals(p)
+		mod.Unload()
+		s.ledger.Refund(ledger.Programs, 1)
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.d.audit(audit.Event{Kind: audit.KindLoad, Tenant: s.tenant.name, Session: s.id, Object: uint64(h),
+		Detail: map[string]any{"name": m.Name, "bytes": len(m.Image), "kernels": kernels}})
+	return &v1.ProgramLoaded{Handle: uint64(h), Kernels: kernels}, nil
+}
+
+// isPTX reports whether an image is PTX text rather than a cubin or fatbin:
+// text that names its .version, with no NUL byte but an optional terminating one
+// (cuModuleLoadData takes PTX as a C string).
+func isPTX(b []byte) bool {
+	if !bytes.Contains(b[:min(len(b), 4096)], []byte(".version")) {
+		return false
+	}
+	i := bytes.IndexByte(b, 0)
+	return i < 0 || i == len(b)-1
+}
+
+func (s *Session) program(h uint64) (cap.Ref, *programObj, error) {
+	ref, err := s.table.Ref(cap.Handle(h), cap.KindProgram, 0)
+	if err != nil {
+		return cap.Ref{}, nil, err
+	}
+	return ref, ref.Object().(*programObj), nil
+}
+
+func (s *Session) getKernel(m *v1.GetKernel) (v1.Message, error) {
+	ref, p, err := s.program(m.Program)
+	if err != nil {
+		return nil, err
+	}
+	fn, err := p.mod.Function(m.Name)
+	if err != nil {
+		return nil, fmt.Errorf("kernel %q: %w", m.Name, err)
+	}
+	k := &kernelObj{fn: fn, name: m.Name}
+	info := &v1.KernelInfo{}
+	for _, prm := range fn.Params() {
+		info.Params = append(info.Params, v1.ParamInfo{Offset: prm.Offset, Size: prm.Size})
+		k.paramSize = max(k.paramSize, prm.Offset+prm.Size)
+	}
+	h, err := s.insert(cap.KindKernel, k, ref, 0, nil)
+	if err != nil {
+		return nil, err
+	}
+	a := fn.Attributes()
+	info.Handle = uint64(h)
+	info.MaxThreadsPerBlock = uint32(a.MaxThreadsPerBlock)
+	info.SharedSizeBytes = uint32(a.SharedSizeBytes)
+	info.ConstSizeBytes = uint32(a.ConstSizeBytes)
+	info.LocalSizeBytes = uint32(a.LocalSizeBytes)
+	info.NumRegs = uint32(a.NumRegs)
+	info.PTXVersion = uint32(a.PTXVersion)
+	info.BinaryVersion = uint32(a.BinaryVersion)
+	info.MaxDynamicSharedMem = uint32(a.MaxDynamicSharedMem)
+	return info, nil
+}
+
+func (s *Session) getGlobal(m *v1.GetGlobal) (v1.Message, error) {
+	_, p, err := s.program(m.Program)
+	if err != nil {
+		return nil, err
+	}
+	ptr, size, err := p.mod.Global(m.Name)
+	if err != nil {
+		return nil, fmt.Errorf("global %q: %w", m.Name, err)
+	}
+	// Module globals live in the module's memory, outside the session's window.
+	// Copies may address them once the session has looked them up; they get no
+	// buffer handle, since they live and die with their program.
+	s.mu.Lock()
+	s.globals[uint64(ptr)] = globalRange{size: size, prog: p}
+	s.mu.Unlock()
+	return &v1.BufferCreated{Addr: uint64(ptr), Size: size}, nil
+}
+
+// ---- launches ---------------------------------------------------------------
+
+func (s *Session) launch(ctx context.Context, m *v1.Launch) error {
+	obj, err := s.table.Lookup(cap.Handle(m.Kernel), cap.KindKernel, 0)
+	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	k := obj.(*kernelObj)
+	so, err := s.streamOf(m.Stream)
+	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	if uint32(len(m.Params)) != k.paramSize {
+		return fmt.Errorf("launch %s: %w: got %d bytes, want %d", k.name, ErrBadParams, len(m.Params), k.paramSize)
+	}
+	maxThreads := uint64(k.fn.Attributes().MaxThreadsPerBlock)
+	threads := uint64(m.Block[0]) * uint64(m.Block[1]) * uint64(m.Block[2])
+	if threads == 0 || m.Grid[0] == 0 || m.Grid[1] == 0 || m.Grid[2] == 0 || (maxThreads > 0 && threads > maxThreads) {
+		return fmt.Errorf("launch %s: %w: grid %v block %v", k.name, ErrBadLaunch, m.Grid, m.Block)
+	}
+	cfg := backend.LaunchConfig{Grid: m.Grid, Block: m.Block, SharedMem: m.SharedMem}
+	params := append([]byte(nil), m.Params...) // the request frame is not ours to keep
+	s.launches.Add(1)
+	s.auditHot(audit.KindLaunch, map[string]any{"kernel": k.name, "grid": m.Grid, "block": m.Block})
+	return s.submit(ctx, &sched.Command{Kind: sched.Compute, Stream: so.st,
+		Issue: func() error { return so.st.Launch(k.fn, cfg, params) }})
+}
+
+// ---- copies -----------------------------------------------------------------
+
+func (s *Session) countCopy(dir string, n uint64) {
+	s.copies.Add(1)
+	s.copyBytes.Add(n)
+	s.auditHot(audit.KindCopy, map[string]any{"dir": dir, "bytes": n})
+}
+
+func (s *Session) bufferWrite(ctx context.Context, m *v1.BufferWrite) error {
+	dst, err := s.resolve(v1.Ref{Buffer: m.Buffer, Offset: m.Offset}, uint64(len(m.Data)), true)
+	if err != nil {
+		return err
+	}
+	if err := s.copyIn(ctx, s.stream, dst, m.Data, true); err != nil {
+		return err
+	}
+	return s.takeDeferred()
+}
+
+func (s *Session) bufferRead(ctx context.Context, m *v1.BufferRead) (v1.Message, error) {
+	if m.Length > v1.MaxPayload-64 {
+		return nil, v1.Errorf(v1.CodeInvalidArgument, "read of %d bytes exceeds one frame: read in pieces", m.Length)
+	}
+	src, err := s.resolve(v1.Ref{Buffer: m.Buffer, Offset: m.Offset}, m.Length, false)
+	if err != nil {
+		return nil, err
+	}
+	data, err := s.copyOut(ctx, s.stream, src, m.Length)
+	if err != nil {
+		return nil, err
+	}
+	return &v1.Data{Data: data}, s.takeDeferred()
+}
+
+// copyIn stages data in page-locked memory and copies it to dst on the stream.
+func (s *Session) copyIn(ctx context.Context, so *streamObj, dst backend.DevicePtr, data []byte, wait bool) error {
+	s.countCopy("htod", uint64(len(data)))
+	if len(data) == 0 {
+		return nil
+	}
+	hm, err := s.d.staging.get(len(data))
+	if err != nil {
+		return fmt.Errorf("stage copy: %w", err)
+	}
+	buf := hm.Bytes()[:len(data)]
+	copy(buf, data)
+	c := &sched.Command{Kind: sched.Copy, Stream: so.st, Bytes: uint64(len(data)),
+		Issue: func() error { return so.st.CopyHtoD(dst, buf) }}
+	if wait {
+		err := s.submitWait(ctx, c)
+		s.d.staging.put(hm)
+		return err
+	}
+	c.Done = func(err error) {
+		s.d.staging.put(hm)
+		s.deferError(err)
+	}
+	return s.submit(ctx, c)
+}
+
+// copyOut copies n bytes at src to host memory and returns them.
+func (s *Session) copyOut(ctx context.Context, so *streamObj, src backend.DevicePtr, n uint64) ([]byte, error) {
+	s.countCopy("dtoh", n)
+	out := make([]byte, n)
+	if n == 0 {
+		return out, nil
+	}
+	hm, err := s.d.staging.get(int(n))
+	if err != nil {
+		return nil, fmt.Errorf("stage copy: %w", err)
+	}
+	defer s.d.staging.put(hm)
+	buf := hm.Bytes()[:n]
+	err = s.submitWait(ctx, &sched.Command{Kind: sched.Copy, Stream: so.st, Bytes: n,
+		Issue: func() error { return so.st.CopyDtoH(buf, src) }})
+	if err != nil {
+		return nil, err
+	}
+	copy(out, buf)
+	return out, nil
+}
+
+func (s *Session) memcpy(ctx context.Context, m *v1.Memcpy, async bool) (v1.Message, error) {
+	so, err := s.streamOf(m.Stream)
+	if err != nil {
+		return nil, err
+	}
+	switch m.Dir {
+	case v1.DirHtoD:
+		if uint64(len(m.Data)) != m.Size {
+			return nil, fmt.Errorf("%w: %d data bytes for a %d-byte copy", ErrBadCopy, len(m.Data), m.Size)
+		}
+		dst, err := s.resolve(m.Dst, m.Size, true)
+		if err != nil {
+			return nil, err
+		}
+		return nil, s.copyIn(ctx, so, dst, m.Data, !async)
+	case v1.DirDtoH:
+		if m.Size > v1.MaxPayload-64 {
+			return nil, v1.Errorf(v1.CodeInvalidArgument, "copy of %d bytes exceeds one frame: copy in pieces", m.Size)
+		}
+		src, err := s.resolve(m.Src, m.Size, false)
+		if err != nil {
+			return nil, err
+		}
+		data, err := s.copyOut(ctx, so, src, m.Size)
+		if err != nil {
+			return nil, err
+		}
+		return &v1.Data{Data: data}, s.takeDeferred()
+	case v1.DirDtoD:
+		dst, err := s.resolve(m.Dst, m.Size, true)
+		if err != nil {
+			return nil, err
+		}
+		src, err := s.resolve(m.Src, m.Size, false)
+		if err != nil {
+			return nil, err
+		}
+		s.countCopy("dtod", m.Size)
+		c := &sched.Command{Kind: sched.Compute, Stream: so.st, Bytes: m.Size,
+			Issue: func() error { return so.st.CopyDtoD(dst, src, m.Size) }}
+		if async {
+			return nil, s.submit(ctx, c)
+		}
+		return nil, s.submitWait(ctx, c)
+	}
+	return nil, fmt.Errorf("%w: direction %d", ErrBadCopy, m.Dir)
+}
+
+func (s *Session) memset(ctx context.Context, m *v1.Memset) error {
+	switch m.ElemSize {
+	case 1, 2, 4:
+	default:
+		return fmt.Errorf("%w: memset element size %d", ErrBadCopy, m.ElemSize)
+	}
+	if m.Count > (1<<62)/uint64(m.ElemSize) {
+		return fmt.Errorf("%w: memset of %d elements", ErrBadCopy, m.Count)
+	}
+	so, err := s.streamOf(m.Stream)
+	if err != nil {
+		return err
+	}
+	n := m.Count * uint64(m.ElemSize)
+	dst, err := s.resolve(m.Dst, n, true)
+	if err != nil {
+		return err
+	}
+	if uint64(dst)%uint64(m.ElemSize) != 0 {
+		return fmt.Errorf("%w: memset destination %#x is not %d-byte aligned", ErrBadCopy, uint64(dst), m.ElemSize)
+	}
+	s.countCopy("memset", n)
+	return s.submit(ctx, &sched.Command{Kind: sched.Compute, Stream: so.st, Bytes: n,
+		Issue: func() error { return so.st.Memset(dst, m.Value, int(m.ElemSize), m.Count) }})
+}
+
+// ---- fences and synchronisation ---------------------------------------------
+
+func (s *Session) fence(h uint64) (*fenceObj, error) {
+	obj, err := s.table.Lookup(cap.Handle(h), cap.KindFence, 0)
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*fenceObj), nil
+}
+
+func (s *Session) recordFence(ctx context.Context, m *v1.RecordFence) (v1.Message, error) {
+	so, err := s.streamOf(m.Stream)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := s.d.dev.NewEvent(0)
+	if err != nil {
+		return nil, fmt.Errorf("record fence: %w", err)
+	}
+	f := &fenceObj{ev: ev, issued: make(chan struct{})}
+	h, err := s.insert(cap.KindFence, f, s.selfRef(), 0, func() {
+		<-f.issued
+		ev.Synchronize()
+		ev.Destroy()
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = s.submit(ctx, &sched.Command{Kind: sched.Marker, Stream: so.st,
+		Issue: func() error {
+			err := so.st.Record(ev)
+			f.markIssued(err)
+			return err
+		},
+		Done: func(err error) {
+			f.markIssued(err) // dropped before issue: the fence fails rather than hangs
+			s.deferError(err)
+		}})
+	if err != nil {
+		f.markIssued(err)
+		return nil, err
+	}
+	return &v1.FenceCreated{Handle: uint64(h)}, nil
+}
+
+func (s *Session) streamWaitFence(ctx context.Context, m *v1.StreamWaitFence) error {
+	so, err := s.streamOf(m.Stream)
+	if err != nil {
+		return err
+	}
+	f, err := s.fence(m.Fence)
+	if err != nil {
+		return err
+	}
+	// The record was submitted earlier to the same queue, so it is issued
+	// before this wait is.
+	return s.submit(ctx, &sched.Command{Kind: sched.Marker, Stream: so.st,
+		Issue: func() error { return so.st.WaitEvent(f.ev) }})
+}
+
+func (s *Session) pollFence(m *v1.PollFence) error {
+	f, err := s.fence(m.Fence)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-f.issued:
+	default:
+		return ErrFenceNotYet
+	}
+	if err := f.issueErr(); err != nil {
+		return err
+	}
+	done, err := f.ev.Query()
+	if err != nil {
+		return err
+	}
+	if !done {
+		return ErrFenceNotYet
+	}
+	return nil
+}
+
+func (s *Session) waitFence(ctx context.Context, m *v1.WaitFence) error {
+	f, err := s.fence(m.Fence)
+	if err != nil {
+		return err
+	}
+	if m.TimeoutNs > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(min(m.TimeoutNs, 1<<62)))
+		defer cancel()
+	}
+	wait := make(chan error, 1)
+	go func() {
+		<-f.issued
+		if err := f.issueErr(); err != nil {
+			wait <- err
+			return
+		}
+		wait <- f.ev.Synchronize()
+	}()
+	select {
+	case err := <-wait:
+		if err != nil {
+			return err
+		}
+		return s.takeDeferred()
+	case <-ctx.Done():
+		if s.ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return v1.Errorf(v1.CodeTimeout, "fence not reached within %v", time.Duration(m.TimeoutNs))
+	}
+}
+
+func (s *Session) fenceElapsed(m *v1.FenceElapsed) (v1.Message, error) {
+	start, err := s.fence(m.Start)
+	if err != nil {
+		return nil, err
+	}
+	end, err := s.fence(m.End)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range []*fenceObj{start, end} {
+		select {
+		case <-f.issued:
+		default:
+			return nil, ErrFenceNotYet
+		}
+	}
+	d, err := end.ev.Elapsed(start.ev)
+	if err != nil {
+		return nil, err
+	}
+	return &v1.Duration{Ns: uint64(d)}, nil
+}
+
+func (s *Session) synchronize(ctx context.Context, m *v1.Synchronize) error {
+	so, err := s.streamOf(m.Stream)
+	if err != nil {
+		return err
+	}
+	if err := s.queue.Wait(ctx); err != nil {
+		return fmt.Errorf("synchronize: %w", err)
+	}
+	if m.Stream != 0 {
+		if err := so.st.Synchronize(); err != nil {
+			return err
+		}
+	}
+	return s.takeDeferred()
+}
+
+// ---- grants -----------------------------------------------------------------
+
+func (s *Session) grant(m *v1.Grant) (v1.Message, error) {
+	ref, err := s.table.Ref(cap.Handle(m.Buffer), cap.KindBuffer, cap.RightBufferGrant)
+	if err != nil {
+		return nil, fmt.Errorf("grant: %w", err)
+	}
+	rights := cap.Rights(m.Rights & v1.AllBufferRights)
+	if rights == 0 {
+		return nil, v1.Errorf(v1.CodeInvalidArgument, "grant with no buffer rights")
+	}
+	b := ref.Object().(*bufferObj)
+	if !b.alloc.Shareable() {
+		return nil, fmt.Errorf("grant: %w", mem.ErrNotShareable)
+	}
+	g := &grantObj{buf: b, token: newToken(), rights: rights}
+	h, err := s.insert(cap.KindGrant, g, ref, rights, func() {
+		s.d.mu.Lock()
+		delete(s.d.grants, g.token)
+		s.d.mu.Unlock()
+	})
+	if err != nil {
+		return nil, err
+	}
+	gref, _ := s.table.Ref(h, cap.KindGrant, 0)
+	s.d.mu.Lock()
+	s.d.grants[g.token] = gref
+	s.d.mu.Unlock()
+	s.d.audit(audit.Event{Kind: audit.KindGrant, Tenant: s.tenant.name, Session: s.id, Object: uint64(h),
+		Detail: map[string]any{"bytes": b.size, "rights": rights.String()}})
+	return &v1.Granted{Handle: uint64(h), Token: g.token}, nil
+}
+
+func (s *Session) attach(m *v1.Attach) (v1.Message, error) {
+	s.d.mu.Lock()
+	gref, ok := s.d.grants[m.Token]
+	s.d.mu.Unlock()
+	if !ok || !gref.Live() {
+		return nil, ErrNoSuchGrant
+	}
+	g := gref.Object().(*grantObj)
+	if err := s.ledger.Charge(ledger.MappedBytes, g.buf.size); err != nil {
+		return nil, err
+	}
+	a, err := s.window.Attach(g.buf.alloc, !g.rights.Has(cap.RightBufferWrite))
+	if err != nil {
+		s.ledger.Refund(ledger.MappedBytes, g.buf.size)
+		return nil, fmt.Errorf("attach: %w", err)
+	}
+	b := &bufferObj{alloc: a, addr: uint64(a.Ptr()), size: a.Size(), kind: cap.KindMapping}
+	h, err := s.insert(cap.KindMapping, b, gref, g.rights&^cap.RightBufferGrant, func() { s.freeBuffer(b, ledger.MappedBytes) })
+	if err != nil {
+		return nil, err
+	}
+	s.d.audit(audit.Event{Kind: audit.KindAttach, Tenant: s.tenant.name, Session: s.id, Object: uint64(h),
+		Detail: map[string]any{"bytes": b.size, "rights": (g.rights &^ cap.RightBufferGrant).String()}})
+	return &v1.BufferCreated{Handle: uint64(h), Addr: b.addr, Size: b.size}, nil
+}
+
+// forgetGlobals drops the global ranges of a program being unloaded.
+func (s *Session) forgetGlobals(p *programObj) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for base, g := range s.globals {
+		if g.prog == p {
+			delete(s.globals, base)
+		}
+	}
+}

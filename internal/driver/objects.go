@@ -1,0 +1,78 @@
+package driver
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/gpuos/gpuos/internal/backend"
+	"github.com/gpuos/gpuos/internal/cap"
+	"github.com/gpuos/gpuos/internal/mem"
+)
+
+// bufferObj is device memory in a session's window: an allocation the session
+// made (KindBuffer) or another session's buffer attached through a grant
+// (KindMapping).
+type bufferObj struct {
+	alloc *mem.Allocation
+	addr  uint64
+	size  uint64
+	kind  cap.Kind
+}
+
+// programObj is a loaded module.
+type programObj struct {
+	mod     backend.Module
+	kernels []string
+	name    string
+}
+
+// kernelObj is a kernel looked up in a program.
+type kernelObj struct {
+	fn        backend.Function
+	name      string
+	paramSize uint32
+}
+
+// streamObj is a client stream: one backend stream.
+type streamObj struct {
+	st       backend.Stream
+	priority int
+}
+
+// fenceObj is an event recorded on a stream. Its record is issued by the
+// scheduler, in order with the session's other work; until then it is pending.
+type fenceObj struct {
+	ev     backend.Event
+	issued chan struct{} // closed once the record was issued (or failed to be)
+	err    atomic.Pointer[error]
+	once   sync.Once
+}
+
+func (f *fenceObj) markIssued(err error) {
+	f.once.Do(func() {
+		if err != nil {
+			f.err.Store(&err)
+		}
+		close(f.issued)
+	})
+}
+
+func (f *fenceObj) issueErr() error {
+	if p := f.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// grantObj is a buffer offered to other sessions under a token.
+type grantObj struct {
+	buf    *bufferObj
+	token  [16]byte
+	rights cap.Rights
+}
+
+// globalRange is a module global a session looked up: copies may address it.
+type globalRange struct {
+	size uint64
+	prog *programObj
+}

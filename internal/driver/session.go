@@ -1,0 +1,244 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "github.com/gpuos/gpuos/api/v1"
+	"github.com/gpuos/gpuos/internal/audit"
+	"github.com/gpuos/gpuos/internal/cap"
+	"github.com/gpuos/gpuos/internal/ledger"
+	"github.com/gpuos/gpuos/internal/mem"
+	"github.com/gpuos/gpuos/internal/sched"
+	"github.com/gpuos/gpuos/internal/wire"
+)
+
+// Session is one client context on the driver.
+type Session struct {
+	d      *Driver
+	id     uint64
+	tenant *tenantState
+	params v1.AttachSession
+
+	table  *cap.Table
+	self   cap.Handle // the session object, root of everything it holds
+	window *mem.Window
+	ledger *ledger.Ledger
+	queue  *sched.Queue
+	stream *streamObj // the default stream (stream handle 0)
+
+	ctx    context.Context // ends when the session ends
+	cancel context.CancelFunc
+	conn   atomic.Pointer[wire.Conn]
+	done   chan struct{} // closed once everything is reclaimed
+
+	mu       sync.Mutex
+	deferred error                          // first error of asynchronous work, for the next synchronizing call
+	allocs   map[*mem.Allocation]cap.Handle // address-based refs find their buffer's handle here
+	globals  map[uint64]globalRange         // module globals looked up, by address
+	state    string
+
+	launches, copies, copyBytes, violations atomic.Uint64
+	auditLimit                              rateLimit
+}
+
+func (d *Driver) newSession(p *v1.AttachSession, t *tenantState) (*Session, error) {
+	lim := d.limits
+	lg, err := ledger.New(fmt.Sprintf("session %d", p.SessionID), t.ledger, ledger.Limits{
+		ledger.Handles: uint64(lim.Handles), ledger.Buffers: uint64(lim.Buffers)})
+	if err != nil {
+		return nil, err
+	}
+	w, err := d.mem.OpenWindow(t.mem)
+	if err != nil {
+		lg.Close()
+		return nil, fmt.Errorf("open memory window: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Session{
+		d: d, id: p.SessionID, tenant: t, params: *p,
+		table:  d.caps.NewTable(lim.Handles),
+		window: w, ledger: lg, ctx: ctx, cancel: cancel,
+		done:    make(chan struct{}),
+		allocs:  map[*mem.Allocation]cap.Handle{},
+		globals: map[uint64]globalRange{},
+		state:   "active",
+	}
+	s.queue = d.sched.NewQueue(fmt.Sprintf("%s/%d", t.name, p.SessionID), sched.QueueParams{
+		Weight: t.weight, Priority: t.priority, InFlight: lim.InFlight, Depth: lim.QueueDepth})
+	rights := cap.Rights(p.Rights&v1.AllSessionRights) | cap.AllBufferRights
+	if s.self, err = s.table.Insert(cap.KindSession, s, cap.Ref{}, rights, nil); err != nil {
+		s.teardown()
+		return nil, err
+	}
+	st, err := d.dev.NewStream(0)
+	if err != nil {
+		s.teardown()
+		return nil, fmt.Errorf("create default stream: %w", d.check(err))
+	}
+	s.stream = &streamObj{st: st}
+	return s, nil
+}
+
+// ID returns the session's id (the manager's).
+func (s *Session) ID() uint64 { return s.id }
+
+// rights returns what the session may do now: nothing once it is revoked.
+func (s *Session) rights() v1.Rights {
+	r, err := s.table.Rights(s.self)
+	if err != nil {
+		return 0
+	}
+	if _, err := s.table.Lookup(s.self, cap.KindSession, 0); err != nil {
+		return 0
+	}
+	return v1.Rights(r) & v1.AllSessionRights
+}
+
+func (s *Session) serve(conn *wire.Conn) {
+	s.conn.Store(conn)
+	srv := &wire.Server{
+		Endpoint: v1.EndpointDriver,
+		Rights:   s.rights,
+		Handle:   s.handle,
+		Deferred: func(req *wire.Request, err error) { s.deferError(err) },
+	}
+	err := srv.Serve(s.ctx, conn)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		s.d.log.Debug("session ended", "session", s.id, "err", err)
+	}
+	s.teardown()
+}
+
+// kill ends the session from outside (manager, guard violation, driver close).
+func (s *Session) kill() {
+	s.mu.Lock()
+	if s.state == "active" {
+		s.state = "killed"
+	}
+	s.mu.Unlock()
+	s.cancel()
+	if c := s.conn.Load(); c != nil {
+		c.Close()
+	}
+}
+
+// teardown reclaims everything the session holds. It runs once, when serving ends.
+func (s *Session) teardown() {
+	s.cancel()
+	// Work already queued is dropped; work in flight completes before its
+	// stream is destroyed (the stream cleanup synchronizes it).
+	s.queue.Close()
+	s.queue.Wait(context.Background())
+	s.table.Close()
+	if s.stream != nil {
+		s.destroyStream(s.stream)
+	}
+	s.window.Close()
+	s.ledger.Close()
+	s.mu.Lock()
+	if s.state == "active" {
+		s.state = "closed"
+	}
+	s.mu.Unlock()
+	s.d.forget(s)
+	s.d.audit(audit.Event{Kind: audit.KindSessionClose, Tenant: s.tenant.name, Session: s.id, PID: s.params.PID,
+		Detail: map[string]any{"launches": s.launches.Load(), "copies": s.copies.Load(), "copy_bytes": s.copyBytes.Load()}})
+	close(s.done)
+}
+
+// Done is closed once the session has ended and its resources are reclaimed.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// deferError keeps the first error of asynchronous work for the next
+// synchronizing call, as CUDA reports errors of asynchronous calls.
+func (s *Session) deferError(err error) {
+	if err == nil {
+		return
+	}
+	s.d.check(err)
+	s.mu.Lock()
+	if s.deferred == nil {
+		s.deferred = err
+	}
+	s.mu.Unlock()
+}
+
+// takeDeferred returns and clears the deferred error.
+func (s *Session) takeDeferred() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.deferred
+	s.deferred = nil
+	return err
+}
+
+// deny records a refused request in the audit log.
+func (s *Session) deny(what string, err error) {
+	s.d.audit(audit.Event{Kind: audit.KindDeny, Tenant: s.tenant.name, Session: s.id, PID: s.params.PID,
+		Detail: map[string]any{"request": what}}.WithError(err))
+}
+
+// Stat returns the session's statistics.
+func (s *Session) Stat() v1.SessionStat {
+	snap := s.ledger.Snapshot()
+	qs := s.queue.Stats()
+	s.mu.Lock()
+	state := s.state
+	s.mu.Unlock()
+	return v1.SessionStat{
+		ID: s.id, Tenant: s.tenant.name, Device: uint32(s.d.opts.Ordinal), PID: s.params.PID, Label: s.params.Label,
+		Rights: s.rights(), MemoryBytes: snap.Used[ledger.DeviceBytes], Buffers: uint32(snap.Used[ledger.Buffers]),
+		Programs: uint32(snap.Used[ledger.Programs]), Streams: uint32(snap.Used[ledger.Streams]),
+		Launches: s.launches.Load(), Copies: s.copies.Load(), CopyBytes: s.copyBytes.Load(),
+		InFlight: uint32(qs.InFlight), QueueDepth: uint32(qs.Queued), QueueDelayNs: uint64(qs.QueueDelay),
+		Violations: uint32(s.violations.Load()), State: state,
+	}
+}
+
+// rateLimit lets through at most perSecond events a second and counts the rest,
+// so the audit log records launches and copies without slowing the hot path.
+type rateLimit struct {
+	mu         sync.Mutex
+	second     int64
+	n          int
+	suppressed uint64
+}
+
+const auditPerSecond = 100
+
+// allow reports whether to log an event now, and how many were suppressed
+// since the last one logged.
+func (r *rateLimit) allow(now time.Time) (bool, uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if sec := now.Unix(); sec != r.second {
+		r.second, r.n = sec, 0
+	}
+	if r.n >= auditPerSecond {
+		r.suppressed++
+		return false, 0
+	}
+	r.n++
+	sup := r.suppressed
+	r.suppressed = 0
+	return true, sup
+}
+
+func (s *Session) auditHot(kind audit.Kind, detail map[string]any) {
+	if s.d.opts.Audit == nil {
+		return
+	}
+	ok, sup := s.auditLimit.allow(time.Now())
+	if !ok {
+		return
+	}
+	if sup > 0 {
+		detail["suppressed_before"] = sup
+	}
+	s.d.audit(audit.Event{Kind: kind, Tenant: s.tenant.name, Session: s.id, PID: s.params.PID, Detail: detail})
+}
