@@ -445,8 +445,11 @@ func (p *printer) operand(o Operand) {
 			p.operand(o.X)
 			return
 		}
+		// Spaces keep "%r1 % 3" from printing as "%r1%3", a register.
 		p.operand(o.X)
+		p.str(" ")
 		p.str(o.Op)
+		p.str(" ")
 		p.operand(o.Y)
 	}
 }
