@@ -1,0 +1,5 @@
+//go:build !race
+
+package interp
+
+const raceEnabled = false
