@@ -500,6 +500,8 @@ func (p *parser) directive(header bool) *Directive {
 	if (!header || d.Name == ".pragma") && p.accept(";") {
 		d.Semicolon = true
 	}
+	// The printer ends these with ';' whether or not the source did.
+	d.Semicolon = d.Semicolon || semicolonDirective[d.Name]
 	return d
 }
 

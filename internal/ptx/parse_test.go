@@ -412,3 +412,14 @@ func TestParseDeepNesting(t *testing.T) {
 		}
 	}
 }
+
+func TestDirectiveSemicolonNormalized(t *testing.T) {
+	// A .pragma without its ';' still prints with one, and the tree records
+	// that, so the round trip is exact.
+	src := header + ".visible .entry k()\n{\n.pragma \"nounroll\"\nret;\n}\n"
+	ss := parseBody(t, ".pragma \"nounroll\"\nret;")
+	if d := ss[0].(*Directive); !d.Semicolon {
+		t.Errorf("have Semicolon false")
+	}
+	checkRoundTrip(t, []byte(src))
+}
