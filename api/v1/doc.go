@@ -21,8 +21,9 @@
 // truth: for each Type its name, a constructor, its reply type, the endpoints
 // that accept it, the session right it needs, whether it may be sent with
 // NoReply, and how many file descriptors its frames carry. Admit and
-// AdmitMessage enforce it for servers; Encoder.PutFrame and DecodeFrame enforce
-// it for everyone else.
+// AdmitMessage enforce it for servers; CheckHeader for receivers of replies;
+// Encoder.PutFrame and DecodeFrame for everyone else. Package v1test has one
+// filled-in sample of every message, for tests.
 //
 // # Decoding
 //

@@ -239,6 +239,9 @@ func (c *Conn) ReadFrame() (Frame, error) {
 
 // fill reads until at least need bytes are buffered.
 func (c *Conn) fill(need int) error {
+	if c.rpos == c.rend {
+		c.rpos, c.rend = 0, 0
+	}
 	for c.rend-c.rpos < need {
 		if c.rpos > 0 && len(c.rbuf)-c.rpos < need {
 			c.rend = copy(c.rbuf, c.rbuf[c.rpos:c.rend])

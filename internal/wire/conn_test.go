@@ -544,14 +544,17 @@ func ExamplePair() {
 
 func BenchmarkWriteLaunch(b *testing.B) {
 	a, peer := rawPair(b)
+	done := make(chan struct{})
 	go func() { // drain without allocating
+		defer close(done)
 		buf := make([]byte, 1<<16)
 		for {
-			if _, err := unix.Read(peer, buf); err != nil {
+			if n, err := unix.Read(peer, buf); err != nil || n == 0 {
 				return
 			}
 		}
 	}()
+	b.Cleanup(func() { unix.Shutdown(peer, unix.SHUT_RDWR); <-done }) // before peer is closed
 	m := &v1.Launch{Kernel: 12, Grid: [3]uint32{1024, 1, 1}, Block: [3]uint32{256, 1, 1}, Params: make([]byte, 32)}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
@@ -571,13 +574,16 @@ func BenchmarkReadLaunch(b *testing.B) {
 		}
 	}
 	batch := enc.Bytes()
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		for {
 			if _, err := unix.Write(peer, batch); err != nil {
 				return
 			}
 		}
 	}()
+	b.Cleanup(func() { unix.Shutdown(peer, unix.SHUT_RDWR); <-done }) // before peer is closed
 	var got v1.Launch
 	b.ReportAllocs()
 	for b.Loop() {

@@ -34,7 +34,16 @@ func FuzzReadFrame(f *testing.F) {
 			return
 		}
 		c, peer := rawPair(t)
+		done := make(chan struct{})
+		defer func() {
+			// Stop and join the writer before rawPair's cleanup closes peer:
+			// a stray write to a reused descriptor number would corrupt
+			// the next run.
+			unix.Shutdown(peer, unix.SHUT_RDWR)
+			<-done
+		}()
 		go func() {
+			defer close(done)
 			rest := stream
 			for i := 0; len(rest) > 0; i++ {
 				n := len(rest)

@@ -71,7 +71,7 @@ func (s *Server) Serve(ctx context.Context, c *Conn) error {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
-			if v1.CodeOf(err) == v1.CodeMalformed && f.Header.Type != 0 && !f.Header.NoReply() {
+			if v1.CodeOf(err) == v1.CodeMalformed && !f.Header.NoReply() {
 				// Best effort: tell the peer why before closing.
 				_ = c.WriteMessage(f.Header.ID, v1.FlagReply|v1.FlagError, v1.Wire(err))
 			}

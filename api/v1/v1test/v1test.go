@@ -20,8 +20,10 @@ func Samples() []v1.Message {
 		Ordinal: 0, Name: "NVIDIA H100 80GB HBM3", UUID: uuid, PCIBusID: "0000:19:00.0",
 		TotalMemory: 80 << 30, ComputeMajor: 9, ComputeMinor: 0, SMCount: 132, Attributes: []int32{1024, -1, 0, 132},
 	}
+	hello := v1.NewHello(v1.RoleClient, "secret-token", "nbody")
+	hello.Tenant = "alice"
 	return []v1.Message{
-		v1.NewHello(v1.RoleClient, "secret-token", "nbody"),
+		hello,
 		&v1.ListDevices{},
 		&v1.OpenSession{Device: 1, Rights: v1.RightAlloc | v1.RightLaunch, Label: "job-1", PID: -1},
 		&v1.ListSessions{},
