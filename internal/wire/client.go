@@ -63,6 +63,9 @@ func (cl *Client) CallFDs(ctx context.Context, req, reply v1.Message, fds []int)
 	if reply != nil && reply.Type() != want {
 		return nil, fmt.Errorf("call %v: %w", req.Type(), v1.Errorf(v1.CodeInvalidArgument, "reply is %v, want %v", reply.Type(), want))
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("call %v: %w: %w", req.Type(), v1.ErrTimeout, err)
+	}
 	id := cl.next.Add(1)
 	ch := make(chan Frame, 1)
 	cl.mu.Lock()

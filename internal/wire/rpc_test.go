@@ -374,6 +374,20 @@ func TestCallCancelled(t *testing.T) {
 	if err := cl.Call(context.Background(), &v1.Synchronize{}, nil); err != nil {
 		t.Fatalf("call after a cancelled one: %v", err)
 	}
+	// A context that is already done sends nothing.
+	if err := cl.Call(ctx, &v1.WaitFence{Fence: 1}, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("call with a done context = %v", err)
+	}
+	// Requests are served in order: once this returns, a WaitFence sent
+	// before it would have signalled.
+	if err := cl.Call(context.Background(), &v1.Synchronize{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.entered:
+		t.Fatal("a request with a done context reached the server")
+	default:
+	}
 }
 
 func TestPeerGoneFailsCalls(t *testing.T) {
