@@ -125,6 +125,7 @@ func (d *Device) Close() error {
 	}
 	d.host.clear()
 	d.as.clear()
+	d.view.flush()
 	d.b.closed(d)
 	return nil
 }
@@ -167,7 +168,11 @@ func (c *chunk) Release() error {
 	if err := c.dev.check(); err != nil {
 		return err
 	}
-	return c.dev.as.releaseChunk(c)
+	if err := c.dev.as.releaseChunk(c); err != nil {
+		return err
+	}
+	c.dev.view.flush() // cached translations must not keep the memory alive
+	return nil
 }
 
 // Map maps [offset, offset+size) of chunk at ptr, inside one reservation, over

@@ -79,3 +79,10 @@ func (v *memView) straddle(addr, n uint64) ([]byte, error) {
 	}
 	return segs[0], nil
 }
+
+// flush empties the cache, so that it keeps no released chunk alive.
+func (v *memView) flush() {
+	for i := range v.tlb {
+		v.tlb[i].Store(nil)
+	}
+}

@@ -60,6 +60,7 @@ type launchArgs struct {
 	nsPerInstruction float64
 	workers          int
 	maxInstructions  uint64
+	sms              int
 }
 
 // H100 launch limits.
@@ -227,6 +228,7 @@ func (m *module) free() {
 	_ = as.unmap(m.base, m.size)
 	_ = as.releaseChunk(m.chunk)
 	_ = as.release(m.base, m.size)
+	m.d.view.flush()
 	m.chunk, m.size = nil, 0
 }
 
@@ -388,6 +390,7 @@ func (d *Device) runKernel(c *cmd) error {
 		nsPerInstruction: cost.NsPerInstruction(),
 		workers:          d.opts.Workers,
 		maxInstructions:  d.opts.MaxInstructions,
+		sms:              d.opts.SMs,
 	})
 	c.end = c.start + uint64(cost.KernelTime(work, d.opts.SMs))
 	if err != nil {

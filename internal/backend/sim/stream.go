@@ -253,6 +253,7 @@ func (s *Stream) exec(c *cmd) {
 		}
 		c.callback(cbErr)
 	}
+	c.host, c.params, c.callback = nil, nil, nil // the last command of an engine or event lives on
 	s.end = c.end
 	s.vtime.Store(c.end)
 	atomicMax(&d.vtime, c.end)
