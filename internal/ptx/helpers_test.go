@@ -104,6 +104,13 @@ func TestNewInstruction(t *testing.T) {
 	if !in.HasMod(".nc") || in.HasMod(".ca") {
 		t.Error("HasMod")
 	}
+	if have := in.AddressOperands(); !reflect.DeepEqual(have, []int{1}) {
+		t.Errorf("AddressOperands: have %v, want [1]", have)
+	}
+	cp := parseBody(t, "cp.async.ca.shared.global [%r1], [%rd1], 16;")[0].(*Instruction)
+	if have := cp.AddressOperands(); !reflect.DeepEqual(have, []int{0, 1}) {
+		t.Errorf("cp.async AddressOperands: have %v, want [0 1]", have)
+	}
 	if ret := NewInstruction("ret"); ret.Opcode != "ret" || ret.Mods != nil || ret.String() != "ret;" {
 		t.Errorf("ret: have %+v %q", ret, ret.String())
 	}

@@ -20,7 +20,7 @@ func splitName(name string) (string, []string) {
 		return name, nil
 	}
 	op := name[:i]
-	var mods []string
+	mods := make([]string, 0, strings.Count(name[i:], "."))
 	rest := name[i:]
 	for rest != "" {
 		j := strings.IndexByte(rest[1:], '.')
@@ -142,6 +142,20 @@ func (in *Instruction) AccessSize() int {
 		}
 	}
 	return 0
+}
+
+// AddressOperands returns the indices of the instruction's memory operands,
+// the *Address values ("[%rd1+8]"), in order: 0 for st, 1 for ld and atom, 0
+// and 1 for cp.async. Bracketed lists ("[tex, {x, y}]", "[tmap, {c0, c1}]")
+// are *Bracket values and are not included.
+func (in *Instruction) AddressOperands() []int {
+	var idx []int
+	for i, o := range in.Operands {
+		if _, ok := o.(*Address); ok {
+			idx = append(idx, i)
+		}
+	}
+	return idx
 }
 
 // Float32Imm returns a single-precision literal (printed 0fXXXXXXXX).

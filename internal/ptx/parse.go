@@ -751,6 +751,7 @@ func (p *parser) instruction() *Instruction {
 	if p.accept(";") {
 		return in
 	}
+	in.Operands = make([]Operand, 0, 4)
 	for {
 		in.Operands = append(in.Operands, p.operand())
 		if p.accept(";") {
