@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	v1 "github.com/gpuos/gpuos/api/v1"
+	"github.com/gpuos/gpuos/internal/config"
+	"github.com/gpuos/gpuos/internal/manager"
+)
+
+const (
+	protoMajor = v1.Major
+	protoMinor = v1.Minor
+)
+
+func init() {
+	register(&command{name: "serve", summary: "run the daemon", run: serveCmd})
+}
+
+func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve", stderr)
+	backendName := fs.String("backend", "", "backend: auto, sim or cuda (default: the config's, else auto)")
+	socket := fs.String("socket", "", "listening socket (default $XDG_RUNTIME_DIR/gpuos.sock, else /run/gpuos/gpuos.sock)")
+	configFile := fs.String("config", "", "YAML configuration (default: one tenant made of the local user)")
+	auditLog := fs.String("audit", "", "audit log file (default: gpuos-audit.jsonl beside the socket)")
+	devMem := fs.String("device-memory", "", "cap on device memory gpuos may use, e.g. 16GiB (default: all)")
+	simMem := fs.String("sim-memory", "", "memory of each software GPU, e.g. 4GiB (sim backend only)")
+	verbose := fs.Bool("v", false, "log at debug level")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	cfg := config.Default()
+	if *configFile != "" {
+		var err error
+		if cfg, err = config.Load(*configFile); err != nil {
+			return err
+		}
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	opts := manager.Options{Config: cfg, Socket: *socket, Backend: *backendName, AuditLog: *auditLog, Log: log}
+	if *devMem != "" {
+		n, err := config.ParseSize(*devMem)
+		if err != nil {
+			return fmt.Errorf("--device-memory: %w", err)
+		}
+		opts.DeviceMemory = uint64(n)
+	}
+	if *simMem != "" {
+		if _, err := config.ParseSize(*simMem); err != nil {
+			return fmt.Errorf("--sim-memory: %w", err)
+		}
+		opts.DriverArgs = append(opts.DriverArgs, "--sim-memory", *simMem)
+	}
+	m, err := manager.New(opts)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if err := m.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "gpuos %s serving on %s (audit log %s)\n", Version, m.Socket(), m.AuditLog())
+	return m.Serve(ctx)
+}

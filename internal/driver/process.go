@@ -1,0 +1,136 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	v1 "github.com/gpuos/gpuos/api/v1"
+	"github.com/gpuos/gpuos/internal/audit"
+	"github.com/gpuos/gpuos/internal/backend/auto"
+	"github.com/gpuos/gpuos/internal/backend/sim"
+	"github.com/gpuos/gpuos/internal/config"
+	"github.com/gpuos/gpuos/internal/wire"
+)
+
+// ExitDeviceLost is a driver process's exit status when its device context was
+// lost; the manager restarts it.
+const ExitDeviceLost = 3
+
+// ErrDeviceLostExit is returned by RunProcess when the device context was lost;
+// the process should exit with ExitDeviceLost.
+var ErrDeviceLostExit = v1.Errorf(v1.CodeDeviceLost, "device context lost; the driver process must exit")
+
+// RunProcess is the body of a driver process (gpuos driver): it opens the
+// backend, serves the manager's control connection (an inherited descriptor)
+// and returns when the manager goes away, ctx ends, or the device is lost.
+func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("gpuos driver", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	controlFD := fs.Int("control-fd", -1, "descriptor of the control connection to the manager")
+	device := fs.Int("device", 0, "device ordinal")
+	backendName := fs.String("backend", "auto", "backend: auto, sim or cuda")
+	auditPath := fs.String("audit", "", "audit log file")
+	devMem := fs.Uint64("device-memory", 0, "cap on device memory in bytes (0: all)")
+	limits := fs.String("limits", "", "session limits: handles=N,buffers=N,in_flight=N,queue_depth=N")
+	simMem := fs.String("sim-memory", "", "memory of each software GPU")
+	verbose := fs.Bool("v", false, "log at debug level")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *controlFD < 0 {
+		return fmt.Errorf("--control-fd is required: the driver is started by gpuos serve")
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("driver", *device)
+	lim, err := parseLimits(*limits)
+	if err != nil {
+		return err
+	}
+	var simOpts sim.Options
+	if *simMem != "" {
+		n, err := config.ParseSize(*simMem)
+		if err != nil {
+			return fmt.Errorf("--sim-memory: %w", err)
+		}
+		simOpts.Memory = uint64(n)
+	}
+	choice, err := auto.Open(*backendName, auto.Options{Sim: simOpts})
+	if err != nil {
+		return err
+	}
+	log.Debug("backend chosen", "backend", choice.Backend.Name(), "why", choice.Reason)
+	var al *audit.Logger
+	if *auditPath != "" {
+		if al, err = audit.Open(*auditPath, audit.Options{}); err != nil {
+			return err
+		}
+		defer al.Close()
+	}
+	d, err := New(Options{Backend: choice.Backend, Ordinal: *device, Audit: al, Limits: lim,
+		DeviceMemoryLimit: *devMem, Log: log})
+	if err != nil {
+		return err
+	}
+	conn, err := wire.FromFD(*controlFD)
+	if err != nil {
+		d.Close()
+		return fmt.Errorf("control connection: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- d.ServeControl(ctx, conn) }()
+	select {
+	case err = <-served:
+		// The manager is gone: nobody can place sessions here any more.
+		d.Close()
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+		return nil
+	case <-d.Lost():
+		// A lost context cannot be recovered in this process: the caller exits
+		// so the manager starts a fresh one; sessions see their connections break.
+		log.Error("device lost; exiting", "err", d.LostErr())
+		return ErrDeviceLostExit
+	case <-ctx.Done():
+		d.Close()
+		return nil
+	}
+}
+
+func parseLimits(s string) (config.SessionLimits, error) {
+	var l config.SessionLimits
+	if s == "" {
+		return l, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil || n < 0 {
+			return l, fmt.Errorf("--limits: bad entry %q", kv)
+		}
+		switch k {
+		case "handles":
+			l.Handles = n
+		case "buffers":
+			l.Buffers = n
+		case "in_flight":
+			l.InFlight = n
+		case "queue_depth":
+			l.QueueDepth = n
+		default:
+			return l, fmt.Errorf("--limits: unknown limit %q", k)
+		}
+	}
+	return l, nil
+}
