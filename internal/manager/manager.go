@@ -32,7 +32,7 @@ type Options struct {
 	DriverArgs []string
 	// DriverEnv is added to the drivers' environment.
 	DriverEnv []string
-	AuditLog   string // "" = Config.AuditLog, else gpuos-audit.jsonl beside the socket
+	AuditLog  string // "" = Config.AuditLog, else gpuos-audit.jsonl beside the socket
 	// DeviceMemory caps the device memory drivers use (0 = Config.DeviceMemory).
 	DeviceMemory uint64
 	Log          *slog.Logger

@@ -451,6 +451,7 @@ func (w *Window) Attach(a *Allocation, readOnly bool) (*Allocation, error) {
 	}
 	att := &Allocation{w: w, ptr: w.ptr(r.start), size: src.size, readOnly: readOnly, region: r, sh: sh, src: src}
 	r.alloc = att
+	ch.lastUse.Store(w.m.stamp())
 	w.mu.Unlock()
 	if sh.receivers == nil {
 		sh.receivers = map[*Allocation]struct{}{}

@@ -49,7 +49,8 @@
 // asks the real libcuda.so.1 for every entry of the table through cuGetProcAddress_v2 and
 // prints each answer that differs.
 //
-// The package has no state and no locks.
+// The package has no mutable state and no locks: the tables are constant, and the index
+// Lookup builds on first use is never changed.
 package cuda
 
 //go:generate go run ./internal/gen
