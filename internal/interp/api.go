@@ -50,11 +50,11 @@ type Program struct {
 // Global is a module-scope .global or .const variable the device must place in
 // device memory before the program runs.
 type Global struct {
-	Name  string
-	Const bool // .const rather than .global
-	Size  uint64
-	Align uint64
-	Init  []byte  // initial contents, Size bytes (zeros where not initialized)
+	Name   string
+	Const  bool // .const rather than .global
+	Size   uint64
+	Align  uint64
+	Init   []byte  // initial contents, Size bytes (zeros where not initialized)
 	Relocs []Reloc // addresses of other symbols to store into Init once placed
 }
 
@@ -86,15 +86,15 @@ type Attributes struct {
 
 // Kernel is one .entry of a Program.
 type Kernel struct {
-	prog   *Program
-	name   string
-	entry  *function
-	params []Param
-	psize  int // bytes of the parameter buffer
-	attrs  Attributes
-	reqntid [3]int // .reqntid, zero if absent
-	shared  int    // static shared bytes
-	dynAlign int   // alignment of dynamic shared memory
+	prog     *Program
+	name     string
+	entry    *function
+	params   []Param
+	psize    int // bytes of the parameter buffer
+	attrs    Attributes
+	reqntid  [3]int // .reqntid, zero if absent
+	shared   int    // static shared bytes
+	dynAlign int    // alignment of dynamic shared memory
 }
 
 // Kernel returns the kernel named name.

@@ -49,7 +49,7 @@ func (d *devMem) alloc(n int) (uint64, []byte) {
 	b := make([]byte, n)
 	a := d.next
 	d.Map(a, b)
-	d.next += uint64((n + 4095) &^ 4095) + 4096 // a guard gap between buffers
+	d.next += uint64((n+4095)&^4095) + 4096 // a guard gap between buffers
 	return a, b
 }
 

@@ -13,9 +13,9 @@ package interp
 type opcode uint8
 
 const (
-	opALU opcode = iota // in.fn(r, in)
-	opMov               // r[d] = r[a]
-	opAddI32            // 32-bit integer add, the commonest instruction
+	opALU    opcode = iota // in.fn(r, in)
+	opMov                  // r[d] = r[a]
+	opAddI32               // 32-bit integer add, the commonest instruction
 	opAddI64
 	opBra
 	opRet // return from a device function; exit in the kernel frame

@@ -272,7 +272,7 @@ func TestKernelFloatops(t *testing.T) {
 				3:  refMin32(xi, yi) + refMax32(xi, yi),
 				4:  refFma32(xi, yi, 1.5),
 				5:  float32(refCvtInt32(xi)) + float32(refCvtUint32(ay)),
-				9:  float32(math.Floor(float64(xi)))+float32(math.Ceil(float64(yi))) + float32(math.Trunc(float64(xi*yi))) + float32(math.RoundToEven(float64(yi))),
+				9:  float32(math.Floor(float64(xi))) + float32(math.Ceil(float64(yi))) + float32(math.Trunc(float64(xi*yi))) + float32(math.RoundToEven(float64(yi))),
 				10: float32(math.Copysign(float64(xi), float64(yi))) * sel,
 				11: float32(math.FMA(float64(xi), float64(yi), 1/float64(yd))),
 			}
@@ -889,6 +889,7 @@ func TestKernelGeneric(t *testing.T) {
 		putU64s(fb, []uint64{10, 1 << 40, math.MaxUint64, 7})
 		run(t, kernel(t, p, "generic_mix"), mem, dim(uint32((n+127)/128), 1, 1), dim(128, 1, 1), 0, ia, oa, fa, n)
 		out := f32s(ob)
+		pad := append(in[:n:n], 0, 0)
 		for i := 0; i < n; i++ {
 			x := in[i]
 			var loc [8]float32
@@ -897,7 +898,6 @@ func TestKernelGeneric(t *testing.T) {
 			}
 			j := (i / 3) * 3
 			idx := refCvtInt32(x) & 5
-			pad := append(in[:n:n], 0, 0)
 			g := pad[j] + pad[j+1] + pad[j+2]
 			s := x + 1 + 2
 			l := loc[idx] + loc[idx+1] + loc[idx+2]

@@ -10,11 +10,15 @@ import (
 // and writes r[in.d]. Values are truncated to the instruction's width on read;
 // results may carry garbage above it.
 
-type uword interface{ ~uint8 | ~uint16 | ~uint32 | ~uint64 }
-type sword interface{ ~int8 | ~int16 | ~int32 | ~int64 }
+type uword interface {
+	~uint8 | ~uint16 | ~uint32 | ~uint64
+}
+type sword interface {
+	~int8 | ~int16 | ~int32 | ~int64
+}
 
-func addI[T uword](r []uint64, in *inst) { r[in.d] = uint64(T(r[in.a]) + T(r[in.b])) }
-func subI[T uword](r []uint64, in *inst) { r[in.d] = uint64(T(r[in.a]) - T(r[in.b])) }
+func addI[T uword](r []uint64, in *inst)  { r[in.d] = uint64(T(r[in.a]) + T(r[in.b])) }
+func subI[T uword](r []uint64, in *inst)  { r[in.d] = uint64(T(r[in.a]) - T(r[in.b])) }
 func mulLo[T uword](r []uint64, in *inst) { r[in.d] = uint64(T(r[in.a]) * T(r[in.b])) }
 func madLo[T uword](r []uint64, in *inst) {
 	r[in.d] = uint64(T(r[in.a])*T(r[in.b]) + T(r[in.c]))
