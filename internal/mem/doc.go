@@ -123,9 +123,10 @@
 // enforces the quota across windows), and GuardRange and Window.Touch are
 // lock-free, so a launch path reading them never waits for an allocation.
 //
-// Backend calls that change a window's mappings run under that window's lock
-// (and the Quiesce callback too): they must not interleave with another
-// change to the same window. No backend call runs under Manager.mu;
+// Backend calls that change a window's mappings run under that window's lock,
+// and so does the Quiesce callback: they must not interleave with another
+// change to the same window. While a remap runs, the window's Resolve and
+// sub-allocations wait for it; that session is quiesced anyway. No backend call runs under Manager.mu;
 // CreateChunk and chunk Release run under no lock at all, so one session
 // creating a chunk does not hold up another's sub-allocations.
 package mem

@@ -39,8 +39,13 @@ type Options struct {
 	// a share). On a GPU an access to a granule while it is being remapped
 	// faults and poisons the whole context, so Quiesce must return only when no
 	// kernel of the window's session can run until resume is called. It is
-	// called with that window's lock held (never the manager's) and must not
-	// call back into the window except Base, Size, GuardRange and ID. nil means
+	// called with that window's lock held (never the manager's), so it must
+	// not call the window's methods other than the lock-free Base, Size,
+	// GuardRange, ID and Touch, nor wait for a goroutine that may be calling
+	// them (Resolve, Alloc, ...): close the session's dispatch gate and wait
+	// for its in-flight work on the device, without a handshake with its
+	// dispatcher. It may be called for any window from any goroutine (an
+	// owner's Free revokes attachments in other sessions' windows). nil means
 	// the caller guarantees it otherwise.
 	Quiesce func(w *Window) (resume func(), err error)
 }
