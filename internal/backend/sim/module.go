@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -397,7 +398,10 @@ func (d *Device) runKernel(c *cmd) error {
 		if d.ctx.Err() != nil {
 			return fmt.Errorf("kernel %s: %w", f.name, ErrClosed)
 		}
-		return d.fault(fmt.Errorf("%w: kernel %s: %w", ErrLaunchFailed, f.name, err))
+		if !errors.Is(err, ErrLaunchFailed) { // an interpreter Fault already is one, naming the kernel
+			err = fmt.Errorf("%w: kernel %s: %w", ErrLaunchFailed, f.name, err)
+		}
+		return d.fault(err)
 	}
 	return nil
 }
