@@ -473,6 +473,9 @@ func (s *Session) countCopy(dir string, n uint64) {
 }
 
 func (s *Session) bufferWrite(ctx context.Context, m *v1.BufferWrite) error {
+	if m.Buffer == 0 {
+		return cap.ErrInvalidHandle // buffer requests name a buffer; addresses go through Memcpy
+	}
 	dst, err := s.resolve(v1.Ref{Buffer: m.Buffer, Offset: m.Offset}, uint64(len(m.Data)), true)
 	if err != nil {
 		return err
@@ -486,6 +489,9 @@ func (s *Session) bufferWrite(ctx context.Context, m *v1.BufferWrite) error {
 func (s *Session) bufferRead(ctx context.Context, m *v1.BufferRead) (v1.Message, error) {
 	if m.Length > v1.MaxPayload-64 {
 		return nil, v1.Errorf(v1.CodeInvalidArgument, "read of %d bytes exceeds one frame: read in pieces", m.Length)
+	}
+	if m.Buffer == 0 {
+		return nil, cap.ErrInvalidHandle
 	}
 	src, err := s.resolve(v1.Ref{Buffer: m.Buffer, Offset: m.Offset}, m.Length, false)
 	if err != nil {

@@ -342,6 +342,16 @@ func (m *Manager) openSession(ctx context.Context, cl *client, r *v1.OpenSession
 	if r.Rights != 0 {
 		rights &= r.Rights
 	}
+	// A driver that died a moment ago is restarted; try once more on it.
+	msg, fds, err := m.attach(ctx, cl, d, r, rights)
+	if errors.Is(err, wire.ErrConnLost) {
+		msg, fds, err = m.attach(ctx, cl, d, r, rights)
+	}
+	return msg, fds, err
+}
+
+func (m *Manager) attach(ctx context.Context, cl *client, d *driverProc, r *v1.OpenSession, rights v1.Rights) (v1.Message, []int, error) {
+	t := cl.tenant
 	ctl, err := d.control(ctx)
 	if err != nil {
 		return nil, nil, err

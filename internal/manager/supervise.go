@@ -25,7 +25,6 @@ type driverProc struct {
 	ctl      *wire.Client // nil while the driver is down
 	cmd      *exec.Cmd
 	info     *v1.Devices
-	ready    chan struct{} // closed when ctl is set; replaced when it goes down
 	lastErr  error
 	restarts int
 	stopped  bool
@@ -36,7 +35,7 @@ func closeFD(fd int) { unix.Close(fd) }
 
 // spawn starts supervising the driver of a device.
 func (m *Manager) spawn(ctx context.Context, ordinal int) *driverProc {
-	d := &driverProc{m: m, ordinal: ordinal, ready: make(chan struct{}), exited: make(chan struct{})}
+	d := &driverProc{m: m, ordinal: ordinal, exited: make(chan struct{})}
 	m.mu.Lock()
 	m.drivers = append(m.drivers, d)
 	m.mu.Unlock()
@@ -126,7 +125,6 @@ func (d *driverProc) runOnce(ctx context.Context) error {
 	d.mu.Lock()
 	d.ctl, d.cmd, d.info, d.lastErr = ctl, cmd, info, nil
 	stopped := d.stopped
-	close(d.ready)
 	d.mu.Unlock()
 	d.m.audit.Log(audit.Event{Kind: audit.KindDriverStart, Detail: map[string]any{"device": d.ordinal,
 		"pid": cmd.Process.Pid, "backend": info.Backend}})
@@ -173,24 +171,20 @@ func (d *driverProc) setDown(err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.ctl, d.cmd, d.lastErr = nil, nil, err
-	select {
-	case <-d.ready:
-		d.ready = make(chan struct{})
-	default:
-	}
 }
 
-// waitReady waits until the driver is up and returns what it reported.
+// waitReady waits until the driver is up and returns what it reported. A
+// control connection that has already broken counts as down even before the
+// supervisor has noticed the exit.
 func (d *driverProc) waitReady(ctx context.Context) (*v1.Devices, error) {
 	for {
 		d.mu.Lock()
-		ready, info, ctl, lastErr := d.ready, d.info, d.ctl, d.lastErr
+		info, ctl, lastErr := d.info, d.ctl, d.lastErr
 		d.mu.Unlock()
-		if ctl != nil {
+		if ctl != nil && ctl.Err() == nil {
 			return info, nil
 		}
 		select {
-		case <-ready:
 		case <-d.exited:
 			return nil, v1.Errorf(v1.CodeDeviceLost, "driver of device %d stopped", d.ordinal)
 		case <-ctx.Done():
@@ -198,11 +192,7 @@ func (d *driverProc) waitReady(ctx context.Context) (*v1.Devices, error) {
 				return nil, fmt.Errorf("%w: %v", ctx.Err(), lastErr)
 			}
 			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-			// A failed start leaves ready open; look again.
-			if lastErr != nil && ctx.Err() == nil {
-				continue
-			}
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
@@ -221,7 +211,7 @@ func (d *driverProc) control(ctx context.Context) (*wire.Client, error) {
 func (d *driverProc) controlNow() (*wire.Client, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.ctl == nil {
+	if d.ctl == nil || d.ctl.Err() != nil {
 		return nil, v1.Errorf(v1.CodeDeviceLost, "driver of device %d is not running", d.ordinal)
 	}
 	return d.ctl, nil
