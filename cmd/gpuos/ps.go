@@ -54,7 +54,7 @@ func printSessions(w io.Writer, ss []client.SessionStat) {
 	fmt.Fprintln(tw, "SESSION\tTENANT\tDEV\tPID\tLABEL\tMEMORY\tBUFFERS\tLAUNCHES\tCOPIES\tCOPIED\tIN-FLIGHT\tQUEUED\tSTATE")
 	for _, s := range ss {
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\n", s.ID, s.Tenant, s.Device, s.PID,
-			dash(s.Label), config.Size(s.MemoryBytes), s.Buffers, s.Launches, s.Copies, config.Size(s.CopyBytes),
+			dash(s.Label), config.Size(s.MemoryBytes).Human(), s.Buffers, s.Launches, s.Copies, config.Size(s.CopyBytes).Human(),
 			s.InFlight, s.QueueDepth, s.State)
 	}
 	tw.Flush()

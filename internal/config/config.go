@@ -385,3 +385,19 @@ func (c *Config) Tenant(name string) (*Tenant, bool) {
 	}
 	return nil, false
 }
+
+// Human formats the size for people: one decimal in the largest binary unit
+// that keeps the number at least 1 (12.0MiB, 512B).
+func (s Size) Human() string {
+	v := float64(s)
+	for _, u := range []string{"B", "KiB", "MiB", "GiB", "TiB"} {
+		if v < 1024 || u == "TiB" {
+			if u == "B" {
+				return strconv.FormatUint(uint64(s), 10) + "B"
+			}
+			return strconv.FormatFloat(v, 'f', 1, 64) + u
+		}
+		v /= 1024
+	}
+	return ""
+}

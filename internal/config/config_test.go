@@ -172,3 +172,14 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestSizeHuman(t *testing.T) {
+	for _, tc := range []struct {
+		in   Size
+		want string
+	}{{0, "0B"}, {1023, "1023B"}, {1024, "1.0KiB"}, {12293 << 10, "12.0MiB"}, {3 << 30, "3.0GiB"}, {1 << 50, "1024.0TiB"}} {
+		if got := tc.in.Human(); got != tc.want {
+			t.Errorf("Size(%d).Human() = %q, want %q", uint64(tc.in), got, tc.want)
+		}
+	}
+}

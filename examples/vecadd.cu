@@ -1,0 +1,5 @@
+// Element-wise vector addition: c[i] = a[i] + b[i].
+extern "C" __global__ void vecadd(const float *a, const float *b, float *c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
