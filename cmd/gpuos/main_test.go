@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuos/gpuos/client"
+)
+
+// TestMain lets the test binary act as gpuos itself when the manager starts it
+// as a driver process ("<binary> driver ...").
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "driver" {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func runCmd(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	code := run(ctx, args, &out, &out)
+	return code, out.String()
+}
+
+func TestVersionAndUsage(t *testing.T) {
+	if code, out := runCmd(t, "version"); code != 0 || !strings.Contains(out, "gpuos "+Version) {
+		t.Errorf("version: %d %q", code, out)
+	}
+	if code, out := runCmd(t, "nonsense"); code != 2 || !strings.Contains(out, "unknown command") {
+		t.Errorf("unknown command: %d %q", code, out)
+	}
+	if code, out := runCmd(t, "help"); code != 0 || !strings.Contains(out, "demo") || strings.Contains(out, "driver") {
+		t.Errorf("help lists the commands but not the internal driver: %d %q", code, out)
+	}
+	if code, _ := runCmd(t, "serve", "--no-such-flag"); code != 2 {
+		t.Errorf("bad flag: exit %d, want 2", code)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	code, out := runCmd(t, "demo", "--backend", "sim", "--seed", "7")
+	if code != 0 || !strings.Contains(out, "all 7 checks passed") {
+		t.Fatalf("demo exited %d:\n%s", code, out)
+	}
+	for _, want := range []string{"vector add", "reduction", "tiled matmul", "restricted session", "revoked buffer", "quota"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+}
+
+func TestServePsAudit(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "g.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var serveOut bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"serve", "--backend", "sim", "--socket", sock, "--sim-memory", "1GiB"}, &serveOut, &serveOut)
+	}()
+	defer func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("serve exited %d: %s", code, serveOut.String())
+		}
+	}()
+	var c *client.Client
+	for deadline := time.Now().Add(time.Minute); ; {
+		var err error
+		if c, err = client.Dial(ctx, client.Options{Socket: sock}); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon did not come up: %v\n%s", err, serveOut.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	defer c.Close()
+	s, err := c.OpenSession(ctx, client.SessionOptions{Label: "ps-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateBuffer(ctx, 3<<20); err != nil {
+		t.Fatal(err)
+	}
+	code, out := runCmd(t, "ps", "--socket", sock)
+	if code != 0 || !strings.Contains(out, "ps-test") || !strings.Contains(out, "default") || !strings.Contains(out, "3.0MiB") {
+		t.Errorf("ps: %d\n%s", code, out)
+	}
+	code, out = runCmd(t, "audit", "--socket", sock, "--kind", "session.open")
+	if code != 0 || !strings.Contains(out, `"kind":"session.open"`) || !strings.Contains(out, "ps-test") {
+		t.Errorf("audit: %d\n%s", code, out)
+	}
+	if code, out := runCmd(t, "ps", "--socket", filepath.Join(dir, "nobody.sock")); code != 1 || !strings.Contains(out, "dial") {
+		t.Errorf("ps without a daemon: %d %q", code, out)
+	}
+}
