@@ -865,6 +865,9 @@ func (fc *fnCompiler) src(op ptx.Operand, t ptx.Type) (int32, error) {
 		if sym := fc.scope.lookup(op.Name); sym != nil && sym.kind == symReg && op.Offset == 0 && !op.Generic {
 			return sym.slot, nil
 		}
+		if _, ok := sregNames[op.Name]; ok && op.Offset == 0 && fc.scope.lookup(op.Name) == nil {
+			return fc.reg(op.Name)
+		}
 		return fc.symAddr(op)
 	case *ptx.Sink:
 		return fc.sink, nil
