@@ -72,10 +72,11 @@
 //
 // # Lock order
 //
-// simBackend.mu → Device.qmu → Stream.mu. The leaf locks —
-// addressSpace.mu (page table and reservations), hostRegistry.mu and
-// module.mu — are never held while taking another, except that module.mu may
-// be held while Device.qmu is not. Stream goroutines hold no lock while they
-// wait for other commands or run work. Each command's results are published
-// by closing its done channel.
+// Device.qmu → Stream.mu, and hostMem.mu → hostRegistry.mu. Every other lock
+// — simBackend.mu, addressSpace.mu (page table, reservations, chunk
+// accounting), module.mu — is a leaf, never held while taking another. No
+// lock is held while a stream goroutine waits for another command, runs a
+// kernel or a copy, or calls a callback; a command's results are published
+// by closing its done channel. Kernels translate addresses through memView
+// without locks, falling back to addressSpace.mu (read) on a cache miss.
 package sim

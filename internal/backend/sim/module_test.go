@@ -290,13 +290,21 @@ func TestLaunchValidation(t *testing.T) {
 	}
 }
 
+// FuzzLoadModule loads arbitrary images through the real pipeline (fatbin,
+// PTX parser, interpreter) and launches every kernel that loads, with zeroed
+// parameters and an instruction bound: errors must be typed, never a panic
+// or a hang.
 func FuzzLoadModule(f *testing.F) {
 	for _, rel := range []string{"kernels/vecadd.ptx", "fatbin/vecadd.fatbin", "fatbin/vecadd.compressed.fatbin", "fatbin/vecadd.sm_90.cubin"} {
 		f.Add(readTestdata(f, rel))
 	}
 	f.Add([]byte(".version 9.0\n.target sm_90\n.address_size 64\n"))
-	d := openTest(f, smallOptions())
-	d.compile = compilePTX // the real pipeline, whatever it is built with
+	b := New(Options{Granularity: G, Memory: 64 * G, MaxInstructions: 100_000, NonFatalFaults: true, Workers: 1})
+	dev, err := b.Open(0)
+	must(f, err)
+	d := dev.(*Device)
+	f.Cleanup(func() { _ = d.Close() })
+	s := newStream(f, d)
 	f.Fuzz(func(t *testing.T, image []byte) {
 		m, err := d.LoadModule(image)
 		if err != nil {
@@ -305,6 +313,24 @@ func FuzzLoadModule(f *testing.F) {
 			}
 			return
 		}
-		must(t, m.Unload())
+		defer func() { must(t, m.Unload()) }()
+		ip, ok := m.(*module).prog.(interpProgram)
+		if !ok {
+			t.Fatalf("program %T", m.(*module).prog)
+		}
+		for _, name := range ip.p.Kernels() {
+			fn, err := m.Function(name)
+			must(t, err)
+			params := make([]byte, fn.(*function).paramSize)
+			if err := s.Launch(fn, grid1(2, 32), params); err != nil {
+				if v1.CodeOf(err) == v1.CodeInternal {
+					t.Fatalf("launch %s: untyped error: %v", name, err)
+				}
+				continue
+			}
+		}
+		if err := s.Synchronize(); err != nil && v1.CodeOf(err) == v1.CodeInternal {
+			t.Fatalf("untyped error from a launch: %v", err)
+		}
 	})
 }

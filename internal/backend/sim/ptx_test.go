@@ -262,8 +262,8 @@ func TestPTXReduce(t *testing.T) {
 		}
 		dints := upload(t, d, s, ints)
 		init := make([]byte, 16)
-		binary.LittleEndian.PutUint32(init[8:], 1<<31) // max starts at INT_MIN
-		binary.LittleEndian.PutUint32(init[12:], math.MaxInt32)        // min starts at INT_MAX
+		binary.LittleEndian.PutUint32(init[8:], 1<<31)          // max starts at INT_MIN
+		binary.LittleEndian.PutUint32(init[12:], math.MaxInt32) // min starts at INT_MAX
 		dsum, dmax, dmin := upload(t, d, s, init[:8]), upload(t, d, s, init[8:12]), upload(t, d, s, init[12:])
 		f := getFunc(t, m, "reduce_int_atomic")
 		must(t, s.Launch(f, grid1((n+255)/256, 256), params(t, f, dints, dsum, dmax, dmin, n)))
