@@ -9,11 +9,9 @@ import (
 // CU_GET_PROC_ADDRESS_DEFAULT, _LEGACY_STREAM or _PER_THREAD_DEFAULT_STREAM. A drop-in
 // driver answers CUDA_ERROR_INVALID_VALUE for anything else; [Lookup] finds nothing.
 func ValidProcAddressFlags(flags uint64) bool {
-	switch CUdriverProcAddress_flags(flags) {
-	case CU_GET_PROC_ADDRESS_DEFAULT, CU_GET_PROC_ADDRESS_LEGACY_STREAM, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM:
-		return flags <= uint64(CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
-	}
-	return false
+	// DEFAULT, LEGACY_STREAM and PER_THREAD_DEFAULT_STREAM are 0, 1 and 2; both stream
+	// bits at once (3) ask for two things.
+	return flags <= uint64(CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
 }
 
 // Lookup returns the exported function that cuGetProcAddress(name, cudaVersion, flags)
