@@ -562,6 +562,9 @@ func hAtom(fc *fnCompiler, in *ptx.Instruction, m *mods) error {
 	isRed := in.Opcode == "red"
 	spaceName := m.one(".global", ".shared", ".shared::cta")
 	m.ignore(func(s string) bool { return isScope(s) || isSem(s) || isCacheHint(s) })
+	if v := m.one(".v2", ".v4", ".v8"); v != "" {
+		return unsupported(in.Line, "%s (vector atomics)", in.Name())
+	}
 	op := m.one(".add", ".inc", ".dec", ".cas", ".exch", ".min", ".max", ".and", ".or", ".xor")
 	noftz := m.has(".noftz")
 	t, err := m.typ()
