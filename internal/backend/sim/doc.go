@@ -33,7 +33,8 @@
 //     dropped (callbacks still run, with that error), and the ordinal cannot be
 //     opened again by this backend (a real GPU needs a new process). Other
 //     devices of the backend are not affected. With Options.NonFatalFaults
-//     only the launch fails and its stream reports the error (sticky).
+//     only the launch fails: its stream reports the error from then on
+//     (Query, Synchronize, callbacks) and so do events recorded after it.
 //
 // # Virtual time
 //

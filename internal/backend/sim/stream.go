@@ -298,6 +298,10 @@ func (s *Stream) do(c *cmd) error {
 			return d.fault(fmt.Errorf("copy device to device: source: %w", err))
 		}
 		copySegments(dsts, srcs)
+	case cmdRecord:
+		// An event carries the stream's first error up to it, so that
+		// waiting on the event reports failed work as CUDA does.
+		return s.firstError()
 	case cmdMemset:
 		c.end = c.start + uint64(cost.CopyTime(CopyMemset, c.n, false))
 		segs, err := d.as.resolve(c.dst, c.n)
@@ -635,8 +639,9 @@ func (e *event) record() (*cmd, error) {
 	return e.last, nil
 }
 
-// Query reports whether the work before the latest record completed; an
-// event never recorded is complete.
+// Query reports whether the work before the latest record completed, with
+// the first error of that stream's work up to the record; an event never
+// recorded is complete.
 func (e *event) Query() (bool, error) {
 	if err := e.d.check(); err != nil {
 		return false, err
@@ -648,13 +653,17 @@ func (e *event) Query() (bool, error) {
 	select {
 	case <-rec.done:
 		e.d.raiseFloor(rec.end)
-		return true, e.d.check()
+		if err := e.d.check(); err != nil {
+			return false, err
+		}
+		return true, rec.err
 	default:
 		return false, nil
 	}
 }
 
-// Synchronize waits for the work before the latest record.
+// Synchronize waits for the work before the latest record and returns the
+// first error of that stream's work up to the record.
 func (e *event) Synchronize() error {
 	if err := e.d.check(); err != nil {
 		return err
@@ -665,7 +674,10 @@ func (e *event) Synchronize() error {
 	}
 	<-rec.done
 	e.d.raiseFloor(rec.end)
-	return e.d.check()
+	if err := e.d.check(); err != nil {
+		return err
+	}
+	return rec.err
 }
 
 // Elapsed is the virtual time from start's latest record to e's. Both must

@@ -325,6 +325,9 @@ func TestCallbacks(t *testing.T) {
 	must(t, s.Launch(fns["poke"], grid1(1, 1), ptrParam(8))) // faults, not fatally
 	var got error
 	must(t, s.Callback(func(err error) { got = err; note("after fault")(err) }))
+	ev, err := d.NewEvent(0)
+	must(t, err)
+	must(t, s.Record(ev))
 	must(t, s.Callback(note("later")))
 	if err := s.Synchronize(); !errors.Is(err, ErrIllegalAddress) || !errors.Is(err, ErrLaunchFailed) {
 		t.Fatalf("Synchronize = %v, want the launch's illegal address", err)
@@ -335,6 +338,12 @@ func TestCallbacks(t *testing.T) {
 	}
 	if v1.CodeOf(got) != v1.CodeLaunchFailed {
 		t.Fatalf("callback error code %v", v1.CodeOf(got))
+	}
+	if err := ev.Synchronize(); !errors.Is(err, ErrIllegalAddress) {
+		t.Fatalf("event recorded after the fault: Synchronize = %v", err)
+	}
+	if done, err := ev.Query(); !done || !errors.Is(err, ErrIllegalAddress) {
+		t.Fatalf("event recorded after the fault: Query = %v, %v", done, err)
 	}
 	// The device is still usable; other streams are unaffected.
 	o := newStream(t, d)
