@@ -14,15 +14,19 @@
 //     aliasing (one chunk mapped twice is one memory). Kernels and copies
 //     reach memory through a page table keyed by granule; kernels through a
 //     small lock-free translation cache (see BenchmarkSlice).
-//   - Module variables live in a region of the address space of the sim's
-//     own, [0x6F00_0000_0000, VAEnd), outside every reservation.
+//   - Module variables live in the sim's own region of the address space,
+//     [0x6F00_0000_0000, VAEnd), outside every reservation, in whole granules
+//     counted against Options.Memory.
 //   - Engines: one compute engine (kernels one at a time, a kernel's blocks in
 //     parallel on Options.Workers goroutines; device-to-device copies and
 //     memsets), one host-to-device and one device-to-host copy engine. Each
 //     engine runs its commands in the order they were enqueued on the device.
 //   - Streams: a goroutine per stream runs its commands in order. Events,
 //     cross-stream and cross-device waits, and callbacks (run on the stream's
-//     goroutine with the stream's first error) behave as in CUDA.
+//     goroutine with the stream's first error) behave as in CUDA. A stream's
+//     errors are sticky: once its work failed, Query and Synchronize report
+//     that error until it is destroyed. Device.Synchronize reports only a
+//     lost or closed context.
 //   - Host memory: AllocHost and RegisterHost memory is "pinned": copies from
 //     and to it are asynchronous. A copy from other memory is staged before
 //     the call returns; a copy into it completes before the call returns.

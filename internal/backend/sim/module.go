@@ -7,13 +7,8 @@ import (
 	"fmt"
 	"sync"
 
-	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/backend"
 )
-
-// ErrInvalidImage: LoadModule got bytes that are neither PTX text, a fatbin
-// nor an ELF cubin.
-var ErrInvalidImage = v1.Errorf(v1.CodeMalformed, "not a PTX, cubin or fatbin image")
 
 // program is a compiled module: the interpreter's (see interp.go), or a
 // test's Go kernels.

@@ -29,6 +29,9 @@ var (
 	// ErrSASS: a cubin (or a fatbin with no PTX): the software GPU cannot
 	// execute SASS. It matches backend.ErrUnsupported.
 	ErrSASS = v1.Errorf(v1.CodeUnsupported, "the software GPU cannot execute SASS")
+	// ErrInvalidImage: LoadModule got bytes that are neither PTX text, a
+	// fatbin nor an ELF cubin.
+	ErrInvalidImage = v1.Errorf(v1.CodeMalformed, "not a PTX, cubin or fatbin image")
 )
 
 // Defaults of Options.
@@ -58,8 +61,10 @@ type Options struct {
 	// Devices is the number of devices (default 1).
 	Devices int
 	// Memory is the physical memory of each device in bytes (default 16 GiB,
-	// rounded down to Granularity). It is host memory, allocated only as
-	// chunks are created.
+	// rounded down to Granularity). It is Go memory, allocated as chunks are
+	// created; the OS backs pages only once they are written, but a chunk
+	// larger than the host can commit fails the process, as any Go
+	// allocation would.
 	Memory uint64
 	// SMs is the number of streaming multiprocessors (default 132). It feeds
 	// the cost model and the device attributes.
