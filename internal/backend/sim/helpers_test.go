@@ -239,3 +239,9 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
+
+// hold enqueues a command that blocks the stream until ch is closed, to keep
+// work pending.
+func (s *Stream) hold(ch <-chan struct{}) error {
+	return s.enqueue(&cmd{kind: cmdHold, hold: ch}, noEngine, nil)
+}

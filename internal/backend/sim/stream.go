@@ -532,12 +532,6 @@ func (s *Stream) Callback(fn func(error)) error {
 	return s.enqueue(&cmd{kind: cmdCallback, callback: fn}, noEngine, nil)
 }
 
-// hold enqueues a command that blocks the stream until ch is closed; tests
-// use it to keep work pending.
-func (s *Stream) hold(ch <-chan struct{}) error {
-	return s.enqueue(&cmd{kind: cmdHold, hold: ch}, noEngine, nil)
-}
-
 func (s *Stream) lastCmd() (*cmd, error) {
 	s.d.qmu.Lock()
 	defer s.d.qmu.Unlock()
