@@ -31,6 +31,7 @@ const (
 	MaxCallDepth = 1024
 	// MaxLocalPerThread bounds a thread's local memory, call frames included.
 	MaxLocalPerThread = 512 << 10
+	maxParamBytes     = 32 << 10 // a kernel's or call's parameters
 )
 
 // Program is a compiled PTX module. Its methods are safe for concurrent use,

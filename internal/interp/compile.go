@@ -40,10 +40,20 @@ type scope struct {
 	parent   *scope
 	names    map[string]*symbol
 	families map[string]*symbol
+	labels   map[string]int32 // labels are scoped like names: inline asm repeats them
 }
 
 func newScope(parent *scope) *scope {
-	return &scope{parent: parent, names: map[string]*symbol{}, families: map[string]*symbol{}}
+	return &scope{parent: parent, names: map[string]*symbol{}, families: map[string]*symbol{}, labels: map[string]int32{}}
+}
+
+func (s *scope) label(name string) (int32, bool) {
+	for sc := s; sc != nil; sc = sc.parent {
+		if at, ok := sc.labels[name]; ok {
+			return at, true
+		}
+	}
+	return 0, false
 }
 
 func (s *scope) lookup(name string) *symbol {
@@ -176,32 +186,82 @@ func (c *compiler) moduleVar(v *ptx.Var) error {
 		if v.Linkage == ptx.LinkExtern {
 			return unsupported(0, "external variable %s (modules are not linked)", v.Name)
 		}
-		size := v.Size()
-		if size <= 0 {
-			return invalid(0, "variable %s has no size", v.Name)
-		}
 		if !validType(v.Type) {
 			return unsupported(0, "variable %s of type %s", v.Name, v.Type)
 		}
-		g := Global{Name: v.Name, Const: v.Space == ptx.SpaceConst, Size: uint64(size), Align: uint64(v.Alignment()), Init: make([]byte, size)}
+		size, align, err := varSize(v, 0)
+		if err != nil {
+			return err
+		}
+		if size <= 0 {
+			return invalid(0, "variable %s has no size", v.Name)
+		}
+		if _, dup := c.module.names[v.Name]; dup {
+			return invalid(0, "%s declared twice", v.Name)
+		}
+		g := Global{Name: v.Name, Const: v.Space == ptx.SpaceConst, Size: uint64(size), Align: uint64(align)}
 		if v.Init != nil {
+			g.Init = make([]byte, size)
 			if err := c.initializer(&g, v, v.Init); err != nil {
 				return err
 			}
 		}
 		c.prog.globals = append(c.prog.globals, g)
-		sym := &symbol{kind: symGlobal, name: v.Name, size: size, align: v.Alignment(), typ: v.Type, konst: g.Const}
+		sym := &symbol{kind: symGlobal, name: v.Name, size: size, align: align, typ: v.Type, konst: g.Const}
 		c.module.names[v.Name] = sym
 		c.prog.symbols[v.Name] = sym
 	case ptx.SpaceShared:
 		if v.Init != nil {
 			return invalid(0, "shared variable %s has an initializer", v.Name)
 		}
-		c.module.names[v.Name] = &symbol{kind: symShared, name: v.Name, size: v.Size(), align: v.Alignment(), typ: v.Type, off: -1}
+		size, align, err := varSize(v, 0)
+		if err != nil {
+			return err
+		}
+		if _, dup := c.module.names[v.Name]; dup {
+			return invalid(0, "%s declared twice", v.Name)
+		}
+		c.module.names[v.Name] = &symbol{kind: symShared, name: v.Name, size: size, align: align, typ: v.Type, off: -1}
 	default:
 		return unsupported(0, "module-scope %s variable %s", v.Space, v.Name)
 	}
 	return nil
+}
+
+// Limits that keep a hostile module from exhausting memory at load time.
+const (
+	maxVarSize = 1 << 31 // bytes of one variable
+	maxAlign   = 1 << 16
+	maxSlots   = 1 << 18 // registers and constants of one function frame
+)
+
+// varSize returns a variable's size and alignment, checking them.
+func varSize(v *ptx.Var, line int) (size, align int, err error) {
+	n := uint64(v.Type.Size())
+	if v.Vector > 0 {
+		n *= uint64(v.Vector)
+	}
+	for _, d := range v.Dims {
+		if d == ptx.UnsizedDim {
+			n = 0
+			continue
+		}
+		if d < 0 || d > maxVarSize {
+			return 0, 0, invalid(line, "variable %s has dimension %d", v.Name, d)
+		}
+		n *= uint64(d)
+		if n > maxVarSize {
+			return 0, 0, unsupported(line, "variable %s is larger than %d bytes", v.Name, maxVarSize)
+		}
+	}
+	if n > maxVarSize {
+		return 0, 0, unsupported(line, "variable %s is larger than %d bytes", v.Name, maxVarSize)
+	}
+	align = v.Alignment()
+	if align <= 0 || align&(align-1) != 0 || align > maxAlign {
+		return 0, 0, invalid(line, "variable %s has alignment %d", v.Name, align)
+	}
+	return int(n), align, nil
 }
 
 func validType(t ptx.Type) bool {
@@ -388,6 +448,11 @@ func (c *compiler) kernel(f *ptx.Function) (*Kernel, error) {
 	if err := k.directives(f); err != nil {
 		return nil, err
 	}
+	for _, p := range f.Params {
+		if _, _, err := varSize(p, f.Line); err != nil {
+			return nil, err
+		}
+	}
 	slots, err := f.ParamLayout()
 	if err != nil {
 		return nil, unsupported(f.Line, "kernel %s parameters: %v", f.Name, err)
@@ -398,6 +463,9 @@ func (c *compiler) kernel(f *ptx.Function) (*Kernel, error) {
 		}
 		k.params = append(k.params, Param{Name: s.Name, Offset: s.Offset, Size: s.Size, Align: s.Align})
 		k.psize = s.Offset + s.Size
+		if k.psize > maxParamBytes {
+			return nil, unsupported(f.Line, "kernel %s takes more than %d bytes of parameters", f.Name, maxParamBytes)
+		}
 	}
 	kc := &kernelCompiler{c: c, k: k, funcs: map[string]*function{}, shared: map[*symbol]int{},
 		fshared: map[*ptx.Var]int{}, dynAlign: 16}
@@ -505,14 +573,21 @@ func (kc *kernelCompiler) layoutShared(entry *ptx.Function) error {
 			return true
 		})
 	}
-	place := func(size, align int, extern bool) int {
-		if extern {
+	place := func(v *ptx.Var) (int, error) {
+		size, align, err := varSize(v, entry.Line)
+		if err != nil {
+			return 0, err
+		}
+		if isUnsized(v) {
 			kc.dynAlign = max(kc.dynAlign, align)
-			return -1
+			return -1, nil
 		}
 		off := alignUp(kc.next, align)
 		kc.next = off + size
-		return off
+		if kc.next > MaxSharedPerBlock {
+			return 0, unsupported(entry.Line, "kernel %s declares %d bytes of shared memory, more than %d", entry.Name, kc.next, MaxSharedPerBlock)
+		}
+		return off, nil
 	}
 	// Module-scope variables first, in source order.
 	for _, it := range kc.c.m.Items {
@@ -521,10 +596,18 @@ func (kc *kernelCompiler) layoutShared(entry *ptx.Function) error {
 			continue
 		}
 		sym := kc.c.module.names[v.Name]
-		kc.shared[sym] = place(v.Size(), v.Alignment(), isUnsized(v))
+		off, err := place(v)
+		if err != nil {
+			return err
+		}
+		kc.shared[sym] = off
 	}
 	for _, v := range decls {
-		kc.fshared[v] = place(v.Size(), v.Alignment(), isUnsized(v))
+		off, err := place(v)
+		if err != nil {
+			return err
+		}
+		kc.fshared[v] = off
 	}
 	return nil
 }
@@ -565,11 +648,14 @@ func (kc *kernelCompiler) function(f *ptx.Function) (*function, error) {
 			if p.Space != ptx.SpaceParam {
 				return nil, unsupported(f.Line, "%s: %s parameter %s (only .param parameters are supported)", f.Name, p.Space, p.Name)
 			}
-			size := p.Size()
-			if size <= 0 {
-				return nil, invalid(f.Line, "%s: parameter %s has no size", f.Name, p.Name)
+			size, align, err := varSize(p, f.Line)
+			if err != nil {
+				return nil, err
 			}
-			off = alignUp(off, p.Alignment())
+			if size <= 0 || size > maxParamBytes {
+				return nil, invalid(f.Line, "%s: parameter %s has size %d", f.Name, p.Name, size)
+			}
+			off = alignUp(off, align)
 			ref := paramRef{off: off, size: size}
 			if len(fn.formals) < len(f.Params) {
 				fn.formals = append(fn.formals, ref)
@@ -593,7 +679,6 @@ type fnCompiler struct {
 	nslots int32
 	consts map[uint64]int32
 	sregs  map[sreg]int32
-	labels map[string]int32
 	fixups []fixup
 	line   int
 	guard  int32
@@ -606,6 +691,7 @@ type fixup struct {
 	at    int
 	label string
 	line  int
+	scope *scope
 }
 
 // Reserved slots of every frame.
@@ -616,7 +702,7 @@ const (
 
 func (kc *kernelCompiler) compileBody(f *ptx.Function, fn *function) error {
 	fc := &fnCompiler{kc: kc, f: f, fn: fn, scope: newScope(kc.c.module), nslots: 2,
-		consts: map[uint64]int32{0: slotZero, 1: slotTrue}, sregs: map[sreg]int32{}, labels: map[string]int32{}, cc: -1, line: f.Line}
+		consts: map[uint64]int32{0: slotZero, 1: slotTrue}, sregs: map[sreg]int32{}, cc: -1, line: f.Line}
 	fc.sink = fc.newSlot()
 	if f.Entry {
 		slots, _ := f.ParamLayout()
@@ -638,7 +724,7 @@ func (kc *kernelCompiler) compileBody(f *ptx.Function, fn *function) error {
 	fc.guard, fc.gneg = slotTrue, 0
 	fc.emit(inst{op: opRet})
 	for _, fx := range fc.fixups {
-		target, ok := fc.labels[fx.label]
+		target, ok := fx.scope.label(fx.label)
 		if !ok {
 			return invalid(fx.line, "branch to undefined label %s", fx.label)
 		}
@@ -660,6 +746,15 @@ func (fc *fnCompiler) newSlot() int32 {
 	s := fc.nslots
 	fc.nslots++
 	return s
+}
+
+// checkSlots reports a frame that grew past the limit (constants and
+// temporaries are allocated without checks; this runs once per instruction).
+func (fc *fnCompiler) checkSlots() error {
+	if fc.nslots > maxSlots {
+		return unsupported(fc.line, "%s needs more than %d register slots", fc.f.Name, maxSlots)
+	}
+	return nil
 }
 
 // konst returns the slot of a constant.
@@ -699,10 +794,10 @@ func (fc *fnCompiler) block(b *ptx.Block, nested bool) error {
 				return err
 			}
 		case *ptx.Label:
-			if _, dup := fc.labels[s.Name]; dup {
+			if _, dup := fc.scope.labels[s.Name]; dup {
 				return invalid(fc.line, "label %s defined twice", s.Name)
 			}
-			fc.labels[s.Name] = int32(len(fc.fn.code))
+			fc.scope.labels[s.Name] = int32(len(fc.fn.code))
 		case *ptx.Instruction:
 			fc.line = s.Line
 			if err := fc.instruction(s); err != nil {
@@ -740,6 +835,9 @@ func (fc *fnCompiler) declare(v *ptx.Var) error {
 			return unsupported(fc.line, "vector or array register %s", v.Name)
 		}
 		words := (v.Type.Bits() + 31) / 32
+		if v.Count < 0 || v.Count > maxSlots || int(fc.nslots)+v.Count > maxSlots {
+			return unsupported(fc.line, "%s declares more than %d registers", fc.f.Name, maxSlots)
+		}
 		if v.Count > 0 {
 			sym := &symbol{kind: symRegFamily, slot: fc.nslots, count: v.Count, typ: v.Type, name: v.Name}
 			fc.nslots += int32(v.Count)
@@ -750,22 +848,30 @@ func (fc *fnCompiler) declare(v *ptx.Var) error {
 		fc.scope.names[v.Name] = &symbol{kind: symReg, slot: fc.newSlot(), typ: v.Type, name: v.Name}
 		fc.fn.regWords += words
 	case ptx.SpaceParam:
-		size := v.Size()
-		if size <= 0 {
-			return invalid(fc.line, "parameter %s has no size", v.Name)
+		size, align, err := varSize(v, fc.line)
+		if err != nil {
+			return err
 		}
-		off := alignUp(fc.fn.pframe, v.Alignment())
+		if size <= 0 || size > maxParamBytes || fc.fn.pframe > maxParamBytes {
+			return invalid(fc.line, "parameter %s has size %d", v.Name, size)
+		}
+		off := alignUp(fc.fn.pframe, align)
 		fc.fn.pframe = off + size
 		fc.scope.names[v.Name] = &symbol{kind: symFParam, off: off, size: size, typ: v.Type, name: v.Name}
 	case ptx.SpaceLocal:
-		size := v.Size()
+		size, al, err := varSize(v, fc.line)
+		if err != nil {
+			return err
+		}
 		if size <= 0 {
 			return unsupported(fc.line, "local variable %s without a size", v.Name)
 		}
 		if v.Init != nil {
 			return unsupported(fc.line, "initialized local variable %s", v.Name)
 		}
-		al := v.Alignment()
+		if fc.fn.local+size+al > MaxLocalPerThread {
+			return unsupported(fc.line, "%s uses more than %d bytes of local memory", fc.f.Name, MaxLocalPerThread)
+		}
 		off := alignUp(fc.fn.local, al)
 		fc.fn.local = off + size
 		fc.fn.lalign = max(fc.fn.lalign, al)
@@ -778,7 +884,8 @@ func (fc *fnCompiler) declare(v *ptx.Var) error {
 		if off < 0 {
 			off = fc.kc.dynOffset()
 		}
-		fc.scope.names[v.Name] = &symbol{kind: symShared, off: off, size: v.Size(), typ: v.Type, name: v.Name}
+		size, _, _ := varSize(v, fc.line) // checked by layoutShared
+		fc.scope.names[v.Name] = &symbol{kind: symShared, off: off, size: size, typ: v.Type, name: v.Name}
 	default:
 		return unsupported(fc.line, "%s variable %s in a function body", v.Space, v.Name)
 	}

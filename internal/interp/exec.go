@@ -231,6 +231,9 @@ func (w *worker) loop() {
 			w.g.setFault(f, i)
 			return
 		}
+		if w.g.stop.Load() {
+			return // canceled or stopped by another worker's fault mid-block
+		}
 		w.blocks++
 	}
 }
@@ -275,13 +278,12 @@ func (w *worker) runBlock(linear uint64) *Fault {
 				b.arriveWarp(t)
 			case stBudget:
 				b.push(i)
-				if w.flush() {
-					if w.fault != nil {
-						return w.fault
-					}
-					return nil
-				}
 			case stFault:
+				return w.fault
+			}
+			// Check the watchdog and cancellation every budget instructions,
+			// however the threads are scheduled between them.
+			if w.pending >= budget && w.flush() {
 				return w.fault
 			}
 		}
@@ -292,8 +294,10 @@ func (w *worker) runBlock(linear uint64) *Fault {
 			return w.deadlock()
 		}
 	}
-	w.flush()
-	return w.fault
+	if w.flush() {
+		return w.fault
+	}
+	return nil
 }
 
 // deadlock reports the first blocked thread.

@@ -61,6 +61,9 @@ func (fc *fnCompiler) instruction(in *ptx.Instruction) error {
 	if err := h(fc, in, m); err != nil {
 		return err
 	}
+	if err := fc.checkSlots(); err != nil {
+		return err
+	}
 	return m.done()
 }
 
@@ -1551,7 +1554,7 @@ func hBra(fc *fnCompiler, in *ptx.Instruction, m *mods) error {
 	if !ok || sym.Offset != 0 {
 		return unsupported(in.Line, "branch to %s", in.Operands[0])
 	}
-	fc.fixups = append(fc.fixups, fixup{at: len(fc.fn.code), label: sym.Name, line: in.Line})
+	fc.fixups = append(fc.fixups, fixup{at: len(fc.fn.code), label: sym.Name, line: in.Line, scope: fc.scope})
 	fc.emit(inst{op: opBra, d2: -1})
 	return nil
 }
