@@ -104,3 +104,16 @@ func TestServePsAudit(t *testing.T) {
 		t.Errorf("ps without a daemon: %d %q", code, out)
 	}
 }
+
+func TestDoctor(t *testing.T) {
+	code, out := runCmd(t, "doctor")
+	if code != 0 || !strings.Contains(out, "backend: ") {
+		t.Fatalf("doctor: %d\n%s", code, out)
+	}
+	if strings.Contains(out, "backend: sim") && !strings.Contains(out, "falling back to the software GPU") {
+		t.Errorf("doctor on sim does not say it falls back:\n%s", out)
+	}
+	if code, out := runCmd(t, "doctor", "--backend", "sim"); code != 0 || !strings.Contains(out, "device 0: gpuos sim") {
+		t.Errorf("doctor --backend sim: %d\n%s", code, out)
+	}
+}

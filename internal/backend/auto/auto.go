@@ -51,6 +51,12 @@ func Open(name string, opts Options) (Choice, error) {
 	return Choice{}, fmt.Errorf("%w %q (want auto, sim or cuda)", ErrUnknownBackend, name)
 }
 
+// ProbeCUDA reports why the NVIDIA backend cannot be used, or nil if it can.
+func ProbeCUDA() error {
+	_, err := openCUDA()
+	return err
+}
+
 func openCUDA() (backend.Backend, error) {
 	if cudaOpener == nil {
 		return nil, v1.Errorf(v1.CodeUnsupported, "this build of gpuos has no NVIDIA backend (built without cgo)")
