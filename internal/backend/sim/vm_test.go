@@ -489,3 +489,26 @@ func BenchmarkSlice(b *testing.B) {
 		})
 	})
 }
+
+func TestMemAllocFree(t *testing.T) {
+	dev := openTest(t, Options{})
+	var sa backend.SimpleAllocator = dev
+	p, err := sa.MemAlloc(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := dev.NewStream(0)
+	if err := st.CopyHtoD(p, []byte("native")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 6)
+	if err := st.CopyDtoH(got, p); err != nil || string(got) != "native" {
+		t.Fatalf("read back %q, %v", got, err)
+	}
+	if err := sa.MemFree(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := sa.MemFree(p); err == nil {
+		t.Error("double free accepted")
+	}
+}
