@@ -18,6 +18,13 @@ type block struct {
 	localArena []byte
 	paramArena []byte
 
+	// tmpl is the entry function's fresh frame with the special registers
+	// that are the same for every thread of the block already loaded;
+	// tsregs are the ones loaded per thread.
+	tmpl   []uint64
+	tsregs []sregSlot
+	bsregs []sregSlot
+
 	queue []int32 // runnable threads, a ring
 	qhead int
 	qlen  int
@@ -51,6 +58,17 @@ func (b *block) init(k *Kernel, l *Launch) {
 	b.localArena = make([]byte, n*fn.local)
 	b.paramArena = make([]byte, n*fn.pframe)
 	b.shared = make([]byte, k.sharedTotal(l.DynamicShared))
+	b.tmpl = append([]uint64(nil), fn.template...)
+	for _, s := range fn.sregs {
+		switch {
+		case s.kind.perThread():
+			b.tsregs = append(b.tsregs, s)
+		case s.kind.perBlock():
+			b.bsregs = append(b.bsregs, s)
+		default:
+			b.tmpl[s.slot] = b.sregValue(nil, s.kind)
+		}
+	}
 	nw := (n + 31) / 32
 	b.warps = make([]warp, nw)
 	for i := range b.bars {
@@ -86,6 +104,9 @@ func (b *block) start(linear uint64) {
 		bar.active = false
 	}
 	fn := b.k.entry
+	for _, s := range b.bsregs {
+		b.tmpl[s.slot] = b.sregValue(nil, s.kind)
+	}
 	ns, nl, np := fn.nslots, fn.local, fn.pframe
 	for i := range b.threads {
 		t := &b.threads[i]
@@ -94,7 +115,10 @@ func (b *block) start(linear uint64) {
 		t.stack = b.regArena[i*ns : (i+1)*ns : (i+1)*ns]
 		t.rbase = 0
 		t.regs = t.stack
-		copy(t.regs, fn.template)
+		copy(t.regs, b.tmpl)
+		for _, s := range b.tsregs {
+			t.regs[s.slot] = b.sregValue(t, s.kind)
+		}
 		t.frames = t.frames[:0]
 		t.local = b.localArena[i*nl : (i+1)*nl : (i+1)*nl]
 		t.lbase = 0
@@ -103,7 +127,6 @@ func (b *block) start(linear uint64) {
 		t.icount, t.sleepNs = 0, 0
 		t.state = tsReady
 		t.cin = nil
-		b.loadSregs(t, fn)
 		b.queue[i] = int32(i)
 	}
 	b.qhead, b.qlen = 0, n
@@ -117,7 +140,10 @@ func (b *block) loadSregs(t *thread, fn *function) {
 
 func (b *block) sregValue(t *thread, s sreg) uint64 {
 	l := b.l
-	lane := t.linear % 32
+	var lane uint32
+	if s.perThread() {
+		lane = t.linear % 32
+	}
 	switch s {
 	case srTidX, srTidY, srTidZ:
 		return uint64(t.tid[s-srTidX])

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -738,6 +739,7 @@ func (kc *kernelCompiler) compileBody(f *ptx.Function, fn *function) error {
 	for k, s := range fc.sregs {
 		fn.sregs = append(fn.sregs, sregSlot{slot: s, kind: k})
 	}
+	sort.Slice(fn.sregs, func(i, j int) bool { return fn.sregs[i].slot < fn.sregs[j].slot })
 	fn.lalign = max(fn.lalign, 1)
 	return nil
 }

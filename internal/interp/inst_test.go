@@ -544,6 +544,7 @@ func TestConversions(t *testing.T) {
 		{"cvt.rn.bf16.f32 up", "cvt.rn.bf16.f32 %rs2, %f1;", kv{"%f1": 0x3f818000}, kv{"%rs2": 0x3f82}},
 		{"cvt.f32.bf16", "cvt.f32.bf16 %f2, %rs1;", kv{"%rs1": 0x4049}, kv{"%f2": 0x40490000}},
 		{"cvt.rn.relu.f16.f32", "cvt.rn.relu.f16.f32 %rs2, %f1;", kv{"%f1": F(-3)}, kv{"%rs2": 0}},
+		{"cvt.rn.relu.f16.f32 NaN", "cvt.rn.relu.f16.f32 %rs2, %f1;", kv{"%f1": nan32}, kv{"%rs2": 0x7fff}},
 		{"cvt.rn.f16x2.f32", "cvt.rn.f16x2.f32 %r3, %f1, %f2;", kv{"%f1": F(1), "%f2": F(-2)}, kv{"%r3": 0x3c00c000}},
 		{"cvt.rn.bf16x2.f32", "cvt.rn.bf16x2.f32 %r3, %f1, %f2;", kv{"%f1": F(1), "%f2": F(-2)}, kv{"%r3": 0x3f80c000}},
 	})

@@ -160,6 +160,24 @@ var sregNames = map[string]sreg{
 
 func (s sreg) dynamic() bool { return s >= srClock }
 
+// perThread reports whether a special register differs between the threads of
+// a block; perBlock whether it differs between blocks of a launch.
+func (s sreg) perThread() bool {
+	switch s {
+	case srTidX, srTidY, srTidZ, srLaneid, srWarpid, srLanemaskEq, srLanemaskLe, srLanemaskLt, srLanemaskGe, srLanemaskGt:
+		return true
+	}
+	return false
+}
+
+func (s sreg) perBlock() bool {
+	switch s {
+	case srCtaidX, srCtaidY, srCtaidZ, srSmid:
+		return true
+	}
+	return false
+}
+
 // Barrier kinds (opBar).
 const (
 	barSync uint8 = iota

@@ -12,7 +12,15 @@ func addF32(r []uint64, in *inst) { r[in.d] = canon32(f32(r[in.a]) + f32(r[in.b]
 func subF32(r []uint64, in *inst) { r[in.d] = canon32(f32(r[in.a]) - f32(r[in.b])) }
 func mulF32(r []uint64, in *inst) { r[in.d] = canon32(f32(r[in.a]) * f32(r[in.b])) }
 func fmaF32(r []uint64, in *inst) {
-	r[in.d] = canon32(fma32(f32(r[in.a]), f32(r[in.b]), f32(r[in.c]), rn))
+	a, b, c := f32(r[in.a]), f32(r[in.b]), f32(r[in.c])
+	// The fast path of fma32: the exact product plus c rounded once to
+	// float64 rounds correctly to float32 unless it sits on a midpoint.
+	s := float64(a)*float64(b) + float64(c)
+	if bits := math.Float64bits(s); bits&0x1fffffff != 0x10000000 && bits&0x7ff0000000000000 >= 0x3810000000000000 && bits&0x7ff0000000000000 != 0x7ff0000000000000 {
+		r[in.d] = uint64(math.Float32bits(float32(s)))
+		return
+	}
+	r[in.d] = canon32(fma32(a, b, c, rn))
 }
 func addF64(r []uint64, in *inst) { r[in.d] = canon64(f64(r[in.a]) + f64(r[in.b])) }
 func subF64(r []uint64, in *inst) { r[in.d] = canon64(f64(r[in.a]) - f64(r[in.b])) }

@@ -1033,6 +1033,38 @@ func intCmp(op string, width int, signed bool) func(a, b uint64) bool {
 	return nil
 }
 
+// setpInt is the commonest setp: an integer comparison with one predicate
+// result, the comparison inlined.
+func setpInt(op string, width int, signed bool) aluFn {
+	s := uint(64 - width)
+	if signed {
+		switch op {
+		case "lt":
+			return func(r []uint64, in *inst) { r[in.d] = b2u(int64(r[in.a]<<s) < int64(r[in.b]<<s)) }
+		case "le":
+			return func(r []uint64, in *inst) { r[in.d] = b2u(int64(r[in.a]<<s) <= int64(r[in.b]<<s)) }
+		case "gt":
+			return func(r []uint64, in *inst) { r[in.d] = b2u(int64(r[in.a]<<s) > int64(r[in.b]<<s)) }
+		case "ge":
+			return func(r []uint64, in *inst) { r[in.d] = b2u(int64(r[in.a]<<s) >= int64(r[in.b]<<s)) }
+		}
+	}
+	switch op {
+	case "eq":
+		return func(r []uint64, in *inst) { r[in.d] = b2u(r[in.a]<<s == r[in.b]<<s) }
+	case "ne":
+		return func(r []uint64, in *inst) { r[in.d] = b2u(r[in.a]<<s != r[in.b]<<s) }
+	case "lt", "lo":
+		return func(r []uint64, in *inst) { r[in.d] = b2u(r[in.a]<<s < r[in.b]<<s) }
+	case "le", "ls":
+		return func(r []uint64, in *inst) { r[in.d] = b2u(r[in.a]<<s <= r[in.b]<<s) }
+	case "gt", "hi":
+		return func(r []uint64, in *inst) { r[in.d] = b2u(r[in.a]<<s > r[in.b]<<s) }
+	default: // "ge", "hs"
+		return func(r []uint64, in *inst) { r[in.d] = b2u(r[in.a]<<s >= r[in.b]<<s) }
+	}
+}
+
 func floatCmp(op string) func(a, b float64) bool {
 	switch op {
 	case "eq":
@@ -1170,6 +1202,8 @@ func hSetp(fc *fnCompiler, in *ptx.Instruction, m *mods) error {
 				r[in.d] = 0
 			}
 		}
+	case boolOp == "" && q < 0 && isInt(t):
+		fn = setpInt(op, t.Bits(), t.IsSigned())
 	case boolOp == "" && q < 0:
 		fn = func(r []uint64, in *inst) { r[in.d] = b2u(cmp(r[in.a], r[in.b])) }
 	default:

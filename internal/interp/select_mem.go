@@ -144,8 +144,10 @@ func hCvt(fc *fnCompiler, in *ptx.Instruction, m *mods) error {
 	return nil
 }
 
+// reluF clamps negative values to zero; NaN stays NaN (and becomes the
+// destination format's canonical NaN).
 func reluF(x float64) float64 {
-	if x < 0 || x != x {
+	if x < 0 {
 		return 0
 	}
 	return x
