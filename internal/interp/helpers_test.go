@@ -36,7 +36,7 @@ func compileFile(t testing.TB, name string) *Program {
 
 // devMem is a test device: a MapMemory with a bump allocator.
 type devMem struct {
-	MapMemory
+	mapMemory
 	next uint64
 }
 
