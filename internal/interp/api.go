@@ -2,6 +2,7 @@ package interp
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"sync"
@@ -198,6 +199,10 @@ type Launch struct {
 	// SMs is the number of streaming multiprocessors %nsmid reports; block b
 	// reports %smid = b mod SMs. 0 means 1.
 	SMs int
+	// Printf receives the output of device printf, one Write per call
+	// (concurrent blocks' calls do not interleave within a call); nil
+	// discards it.
+	Printf io.Writer
 }
 
 // Result reports what a launch did.

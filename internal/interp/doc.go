@@ -51,9 +51,10 @@
 // instructions + slept nanoseconds (one cycle per nanosecond).
 //
 // Lock order: [Program] holds a mutex only to publish Bind; a Run holds its
-// grid's fault mutex only to record a fault; global atomics hold one stripe
-// mutex for one read-modify-write. None is held while another is taken, and
-// [Memory.Slice] is never called with any of them held.
+// grid's fault mutex only to record a fault and its printf mutex only around
+// one Launch.Printf Write; global atomics hold one stripe mutex for one
+// read-modify-write. None is held while another is taken, and [Memory.Slice]
+// is never called with any of them held.
 //
 // # Supported PTX
 //
@@ -152,6 +153,11 @@
 // call blocks, recursion (up to [MaxCallDepth] frames and
 // [MaxLocalPerThread] bytes of local memory); ret; exit; trap and brkpt
 // (FaultTrap); nanosleep (advances the thread's clock); pmevent (no effect).
+// Two external functions nvcc calls are built in: __assertfail (device
+// assert) traps with the assertion's message, file, line and function in the
+// fault, and vprintf (device printf) formats its arguments as C does (d i u x
+// X o c s p f F e E g G with flags, width, precision and h/l/ll lengths) and
+// writes the text to Launch.Printf.
 //
 // Special registers: %tid, %ntid, %ctaid, %nctaid (.x .y .z), %laneid,
 // %warpid (linear thread index / 32), %nwarpid (64), %smid (block index mod
@@ -172,7 +178,8 @@
 // through a register, .callprototype, brx.idx), function addresses,
 // cvta.param and generic addresses of parameters, register-addressed .param
 // access in device functions; .reg parameters; alloca, stacksave,
-// stackrestore; griddepcontrol, elect, setmaxnreg and other sm_90 extras;
+// stackrestore; external functions other than __assertfail and vprintf
+// (malloc, free, …); griddepcontrol, elect, setmaxnreg and other sm_90 extras;
 // shfl and vote without .sync; 32-bit addressing; .extern variables and
 // declarations without definitions (modules are not linked); .attribute
 // (.managed); %envreg, %pm and other special registers not listed above.

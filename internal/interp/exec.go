@@ -86,6 +86,8 @@ type grid struct {
 	mu    sync.Mutex
 	fault *Fault
 	order uint64 // block index of fault
+
+	printMu sync.Mutex // keeps each printf call's text in one piece
 }
 
 func (g *grid) setFault(f *Fault, block uint64) {

@@ -327,3 +327,67 @@ func TestInvalid(t *testing.T) {
 		}
 	}
 }
+
+// assert() in device code compiles to a call of the external __assertfail:
+// the kernel traps and the fault carries the message.
+func TestDeviceAssert(t *testing.T) {
+	src := instHeader + `
+.extern .func __assertfail
+(
+	.param .b64 __assertfail_param_0,
+	.param .b64 __assertfail_param_1,
+	.param .b32 __assertfail_param_2,
+	.param .b64 __assertfail_param_3,
+	.param .b64 __assertfail_param_4
+)
+;
+.global .align 1 .b8 $str[6] = {120, 32, 62, 32, 48, 0};
+.global .align 1 .b8 $str$1[5] = {97, 46, 99, 117, 0};
+.global .align 1 .b8 __unnamed_1[2] = {107, 0};
+.visible .entry k(.param .u32 x)
+{
+	.reg .pred %p;
+	.reg .b32 %r;
+	.reg .b64 %rd<4>;
+	ld.param.u32 %r, [x];
+	setp.gt.s32 %p, %r, 0;
+	@%p bra OK;
+	mov.u64 %rd1, $str;
+	cvta.global.u64 %rd2, %rd1;
+	mov.u64 %rd3, $str$1;
+	{ // callseq 0, 0
+	.param .b64 param0;
+	st.param.b64 [param0], %rd2;
+	.param .b64 param1;
+	st.param.b64 [param1], %rd3;
+	.param .b32 param2;
+	st.param.b32 [param2], 7;
+	.param .b64 param3;
+	mov.u64 %rd1, __unnamed_1;
+	st.param.b64 [param3], %rd1;
+	.param .b64 param4;
+	st.param.b64 [param4], 1;
+	call.uni __assertfail, (param0, param1, param2, param3, param4);
+	} // callseq 0
+	trap;
+OK:
+	ret;
+}`
+	p := compileSrc(t, src)
+	mem := newDevMem()
+	if err := bindGlobals(p, mem); err != nil {
+		t.Fatal(err)
+	}
+	k := kernel(t, p, "k")
+	if _, err := k.Run(context.Background(), Launch{Grid: dim(1, 1, 1), Block: dim(2, 1, 1), Params: packParams(t, k, 5), Global: mem}); err != nil {
+		t.Fatalf("passing assert: %v", err)
+	}
+	_, err := k.Run(context.Background(), Launch{Grid: dim(1, 1, 1), Block: dim(2, 1, 1), Params: packParams(t, k, 0), Global: mem})
+	var f *Fault
+	if !errors.As(err, &f) || f.Kind != FaultTrap {
+		t.Fatalf("err = %v, want a trap", err)
+	}
+	if want := `assertion "x > 0" failed at a.cu:7 in k`; f.Detail != want {
+		t.Errorf("detail %q, want %q", f.Detail, want)
+	}
+}

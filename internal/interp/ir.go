@@ -22,6 +22,7 @@ const (
 	opExit
 	opCall
 	opTrap
+	opPrintf // vprintf: format and print, see printf.go
 
 	opLdParam  // kernel parameter buffer at r[a]+imm
 	opLdFrame  // device-function parameter frame at pbase+imm

@@ -98,7 +98,13 @@ func (w *worker) run(t *thread) status {
 		case opExit:
 			return w.exitThread(t, n)
 		case opTrap:
-			return w.memFault(t, pc, n, FaultTrap, 0, "")
+			detail := ""
+			if in.call != nil {
+				detail = w.assertion(t, in.call)
+			}
+			return w.memFault(t, pc, n, FaultTrap, 0, detail)
+		case opPrintf:
+			w.printf(t, in.call)
 		case opBar:
 			t.cin = in
 			t.cval[0] = r[in.a] & 15
@@ -272,6 +278,43 @@ func (w *worker) rmw(b []byte, in *inst, r []uint64) {
 	if in.d >= 0 {
 		r[in.d] = old
 	}
+}
+
+// assertion describes a failed device-side assert from __assertfail's
+// arguments: message, file, line, function.
+func (w *worker) assertion(t *thread, site *callSite) string {
+	arg := func(i int) uint64 {
+		a := site.args[i]
+		return load(t.pstack[t.pbase+a.off:], uint8(min(a.size, 8)))
+	}
+	return fmt.Sprintf("assertion %q failed at %s:%d in %s", w.cString(arg(0)), w.cString(arg(1)), uint32(arg(2)), w.cString(arg(3)))
+}
+
+// cString reads a NUL-terminated string (at most 200 bytes) at a generic
+// address, for fault messages.
+func (w *worker) cString(addr uint64) string {
+	var b []byte
+	for len(b) < 200 {
+		var c byte
+		switch {
+		case addr-SharedWindow < WindowSize && addr-SharedWindow < uint64(len(w.blk.shared)):
+			c = w.blk.shared[addr-SharedWindow]
+		case w.mem != nil:
+			p, err := w.mem.Slice(addr, 1, false)
+			if err != nil || len(p) < 1 {
+				return string(b) + "…"
+			}
+			c = p[0]
+		default:
+			return string(b)
+		}
+		if c == 0 {
+			break
+		}
+		b = append(b, c)
+		addr++
+	}
+	return string(b)
 }
 
 func (w *worker) dynSreg(t *thread, s sreg, icount uint64) uint64 {

@@ -1027,49 +1027,73 @@ func hCall(fc *fnCompiler, in *ptx.Instruction, m *mods) error {
 	if target == nil || target.Entry {
 		return invalid(in.Line, "call to %s, which is not a device function", sym.Name)
 	}
+	if target.Body == nil && sym.Name == "__assertfail" && len(target.Params) == 5 {
+		// assert() in device code: the kernel traps, reporting the message.
+		argRefs, err := fc.paramRefs(in, args, len(target.Params), sym.Name, "arguments")
+		if err != nil {
+			return err
+		}
+		fc.emit(inst{op: opTrap, call: &callSite{args: argRefs}, d2: -1})
+		return nil
+	}
+	if target.Body == nil && sym.Name == "vprintf" && len(target.Params) == 2 && len(target.Returns) == 1 {
+		site := &callSite{}
+		var err error
+		if site.args, err = fc.paramRefs(in, args, 2, sym.Name, "arguments"); err != nil {
+			return err
+		}
+		if site.rets, err = fc.paramRefs(in, rets, 1, sym.Name, "return values"); err != nil {
+			return err
+		}
+		fc.emit(inst{op: opPrintf, call: site, d2: -1})
+		return nil
+	}
 	fn, err := fc.kc.function(target)
 	if err != nil {
 		return err
 	}
 	site := &callSite{callee: fn}
-	refs := func(p *ptx.Paren, want int, what string) ([]paramRef, error) {
-		n := 0
-		if p != nil {
-			n = len(p.Elems)
-		}
-		if n != want {
-			return nil, invalid(in.Line, "call to %s passes %d %s, it takes %d", sym.Name, n, what, want)
-		}
-		var out []paramRef
-		if p == nil {
-			return out, nil
-		}
-		for _, e := range p.Elems {
-			var name string
-			switch e := e.(type) {
-			case *ptx.Symbol:
-				name = e.Name
-			case *ptx.Reg:
-				name = e.Name
-			default:
-				return nil, unsupported(in.Line, "call argument %s (only .param variables)", e)
-			}
-			ps := fc.scope.lookup(name)
-			if ps == nil || ps.kind != symFParam {
-				return nil, unsupported(in.Line, "call argument %s (only .param variables)", name)
-			}
-			out = append(out, paramRef{off: ps.off, size: ps.size})
-		}
-		return out, nil
-	}
-	if site.args, err = refs(args, len(target.Params), "arguments"); err != nil {
+	if site.args, err = fc.paramRefs(in, args, len(target.Params), sym.Name, "arguments"); err != nil {
 		return err
 	}
-	if site.rets, err = refs(rets, len(target.Returns), "return values"); err != nil {
+	if site.rets, err = fc.paramRefs(in, rets, len(target.Returns), sym.Name, "return values"); err != nil {
 		return err
 	}
 	fc.emit(inst{op: opCall, call: site, d2: -1})
 	return nil
+}
+
+// paramRefs resolves a call's argument or return list: .param variables of
+// the caller's frame.
+func (fc *fnCompiler) paramRefs(in *ptx.Instruction, p *ptx.Paren, want int, callee, what string) ([]paramRef, error) {
+	n := 0
+	if p != nil {
+		n = len(p.Elems)
+	}
+	if n != want {
+		return nil, invalid(in.Line, "call to %s passes %d %s, it takes %d", callee, n, what, want)
+	}
+	var out []paramRef
+	if p == nil {
+		return out, nil
+	}
+	for _, e := range p.Elems {
+		var name string
+		switch e := e.(type) {
+		case *ptx.Symbol:
+			name = e.Name
+		case *ptx.Reg:
+			name = e.Name
+		default:
+			return nil, unsupported(in.Line, "call argument %s (only .param variables)", e)
+		}
+		ps := fc.scope.lookup(name)
+		if ps == nil || ps.kind != symFParam {
+			return nil, unsupported(in.Line, "call argument %s (only .param variables)", name)
+		}
+		out = append(out, paramRef{off: ps.off, size: ps.size})
+	}
+	return out, nil
 }
 
 var _ = math.Inf
