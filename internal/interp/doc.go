@@ -134,6 +134,11 @@
 // elements); ldu.global; prefetch, prefetchu, createpolicy (no effect); ld.param
 // of kernel parameters by name or by their address (mov %rd, param).
 //
+// Asynchronous copies: cp.async.ca/.cg.shared.global with 4, 8 or 16 bytes,
+// src-size (zero fill) or ignore-src, cache hints; cp.async.commit_group,
+// wait_group, wait_all. The copy is performed when the instruction executes
+// (its destination is undefined until the wait, so this is exact).
+//
 // Atomics: atom and red on .global, .shared and generic addresses: add
 // (u32 u64 s32 s64 f32 f64; f32 rounds to nearest and flushes subnormals), inc
 // and dec (u32), cas and exch (b32 b64), min and max (u32 s32 u64 s64), and,
@@ -169,8 +174,9 @@
 //
 // Textures, surfaces and samplers (tex, tld4, suld, sust, .tex variables);
 // matrix and tensor instructions (mma, wmma, wgmma, ldmatrix, stmatrix,
-// movmatrix, tcgen05); asynchronous copies and barriers (cp.async*,
-// cp.reduce.async*, mbarrier, tensormap); f16/bf16/f16x2 arithmetic and other
+// movmatrix, tcgen05); bulk and tensor copies and memory barriers
+// (cp.async.bulk*, cp.reduce.async*, cp.async.mbarrier.arrive, mbarrier,
+// tensormap); f16/bf16/f16x2 arithmetic and other
 // packed or narrow float types (tf32, e4m3, …); 128-bit and vector atomics
 // (atom.*.b128, atom.v2/v4), atom/red with .noftz; multimem; clusters
 // (.shared::cluster, mapa, getctarank, cluster barriers and special

@@ -268,7 +268,7 @@ func TestUnsupported(t *testing.T) {
 		{"indirect call", "call %rd1, ();", "indirect call"},
 		{"brx.idx", "brx.idx %r1, T;", "brx.idx"},
 		{"unknown modifier", "add.u32.foo %r1, %r2, %r3;", ".foo"},
-		{"cp.async", "cp.async.ca.shared.global [%r1], [%rd1], 4;", "cp.async"},
+		{"cp.async.bulk", "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 16, [%r2];", "cp.async.bulk"},
 		{"shfl without sync", "shfl.idx.b32 %r1, %r2, 0, 0x1f;", "shfl"},
 		{"vector atomic", "atom.global.v2.f32.add {%f1, %f2}, [%rd1], {%f3, %f4};", ".v2"},
 		{"red.add.noftz.f16", "red.global.add.noftz.f16 [%rd1], %rs1;", "red"},

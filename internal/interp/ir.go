@@ -22,7 +22,8 @@ const (
 	opExit
 	opCall
 	opTrap
-	opPrintf // vprintf: format and print, see printf.go
+	opPrintf  // vprintf: format and print, see printf.go
+	opCpAsync // cp.async, performed at once: shared[r[a]+imm] ← global[r[b]+r[e]]
 
 	opLdParam  // kernel parameter buffer at r[a]+imm
 	opLdFrame  // device-function parameter frame at pbase+imm

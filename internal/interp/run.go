@@ -103,6 +103,10 @@ func (w *worker) run(t *thread) status {
 				detail = w.assertion(t, in.call)
 			}
 			return w.memFault(t, pc, n, FaultTrap, 0, detail)
+		case opCpAsync:
+			if st := w.cpAsync(t, in, r, pc, n); st != stBudget {
+				return st
+			}
 		case opPrintf:
 			w.printf(t, in.call)
 		case opBar:
@@ -269,6 +273,49 @@ func (w *worker) atomic(t *thread, in *inst, r []uint64, pc int32, n int) status
 	s.Unlock()
 	w.read += size
 	w.written += size
+	return stBudget
+}
+
+// cpAsync copies size bytes from global memory to shared memory, only the
+// first src-size of them read (the rest zero), none when ignore-src is set.
+func (w *worker) cpAsync(t *thread, in *inst, r []uint64, pc int32, n int) status {
+	dst := r[in.a] + in.imm
+	src := r[in.b] + r[in.e]
+	size := uint64(in.size)
+	srcSize := min(uint64(uint32(r[in.c])), size)
+	if r[in.d] != 0 {
+		srcSize = 0
+	}
+	sh := w.blk.shared
+	switch {
+	case dst&(size-1) != 0:
+		return w.memFault(t, pc, n, FaultMisaligned, dst, fmt.Sprintf("cp.async of %d bytes to shared memory", size))
+	case src&(size-1) != 0:
+		return w.memFault(t, pc, n, FaultMisaligned, src, fmt.Sprintf("cp.async of %d bytes from global memory", size))
+	case dst >= uint64(len(sh)) || dst+size > uint64(len(sh)):
+		return w.memFault(t, pc, n, FaultIllegalAddress, dst, "cp.async beyond the block's shared memory")
+	}
+	if w.mem == nil && srcSize > 0 {
+		return w.memFaultErr(t, pc, n, FaultIllegalAddress, src, "cp.async from global memory", errNoMemory)
+	}
+	out := sh[dst : dst+size]
+	clear(out)
+	if srcSize == size {
+		b, err := w.mem.Slice(src, int(size), false)
+		if err != nil || len(b) < int(size) {
+			return w.memFaultErr(t, pc, n, FaultIllegalAddress, src, "cp.async from global memory", err)
+		}
+		copy(out, b)
+	} else {
+		for i := uint64(0); i < srcSize; i++ {
+			b, err := w.mem.Slice(src+i, 1, false)
+			if err != nil || len(b) < 1 {
+				return w.memFaultErr(t, pc, n, FaultIllegalAddress, src+i, "cp.async from global memory", err)
+			}
+			out[i] = b[0]
+		}
+	}
+	w.read += srcSize
 	return stBudget
 }
 

@@ -37,7 +37,7 @@ func init() {
 		"bar": hBar, "barrier": hBar, "membar": hNop, "fence": hNop,
 		"shfl": hShfl, "vote": hVote, "match": hMatch, "redux": hRedux, "activemask": hActivemask,
 		"bra": hBra, "call": hCall, "ret": hRet, "exit": hExit, "trap": hTrap, "brkpt": hTrap,
-		"nanosleep": hNanosleep, "pmevent": hNop, "createpolicy": hCreatepolicy,
+		"nanosleep": hNanosleep, "pmevent": hNop, "createpolicy": hCreatepolicy, "cp": hCp,
 	}
 }
 

@@ -2,6 +2,7 @@ package interp
 
 import (
 	"math"
+	"strings"
 
 	"github.com/gpuos/gpuos/internal/ptx"
 )
@@ -555,6 +556,69 @@ func (fc *fnCompiler) retarget(in *ptx.Instruction, x *inst, ref memRef, isStore
 		return unsupported(in.Line, "%s of %s without a state space", in.Name(), ref.sym.name)
 	}
 	fc.emit(*x)
+	return nil
+}
+
+// hCp handles the non-bulk cp.async forms. The copy is performed when the
+// instruction executes, which cp.async permits (its destination is undefined
+// until the wait), so commit_group and wait_group/wait_all have nothing to do.
+func hCp(fc *fnCompiler, in *ptx.Instruction, m *mods) error {
+	if !m.has(".async") {
+		return unsupported(in.Line, "instruction %s", in.Name())
+	}
+	switch {
+	case m.has(".commit_group"):
+		return fc.nops(in, 0)
+	case m.has(".wait_group"), m.has(".wait_all"):
+		return nil
+	}
+	level := m.one(".ca", ".cg")
+	dstSpace := m.one(".shared", ".shared::cta")
+	srcSpace := m.has(".global")
+	m.ignore(func(s string) bool { return strings.HasPrefix(s, ".L2::") || strings.HasPrefix(s, ".L1::") })
+	if level == "" || dstSpace == "" || !srcSpace {
+		return unsupported(in.Line, "instruction %s", in.Name())
+	}
+	ops := in.Operands
+	if len(ops) < 3 || len(ops) > 5 {
+		return invalid(in.Line, "%s has %d operands", in.Name(), len(ops))
+	}
+	size, _, err := constValue(ops[2], ptx.TypeU32)
+	if err != nil || (size != 4 && size != 8 && size != 16) || (level == ".cg" && size != 16) {
+		return invalid(in.Line, "%s copies %s bytes", in.Name(), ops[2])
+	}
+	dst, err := fc.address(ops[0])
+	if err != nil {
+		return err
+	}
+	src, err := fc.address(ops[1])
+	if err != nil {
+		return err
+	}
+	if dst.sym != nil && dst.space != ptx.SpaceShared || src.sym != nil && src.space != ptx.SpaceGlobal {
+		return invalid(in.Line, "%s: operands in the wrong state spaces", in.Name())
+	}
+	x := inst{op: opCpAsync, size: uint8(size), a: dst.base, imm: dst.off, b: src.base, e: fc.konst(src.off), c: fc.konst(size), d: slotZero, d2: -1}
+	for _, op := range ops[3:] {
+		// src-size (an integer) or ignore-src (a predicate); a cache policy
+		// (a 64-bit register after src-size) is ignored.
+		if r, ok := op.(*ptx.Reg); ok {
+			if sym := fc.scope.lookup(r.Name); sym != nil && sym.typ == ptx.TypePred {
+				x.d, _ = fc.src(op, ptx.TypePred) // ignore-src
+				continue
+			}
+			if sym := fc.scope.lookup(r.Name); sym != nil && sym.typ.Bits() == 64 {
+				continue // cache policy
+			}
+		}
+		if n, ok := op.(*ptx.Not); ok {
+			return unsupported(in.Line, "%s with a negated ignore-src %s", in.Name(), n)
+		}
+		if x.c, err = fc.src(op, ptx.TypeU32); err != nil {
+			return err
+		}
+	}
+	fc.emit(x)
 	return nil
 }
 

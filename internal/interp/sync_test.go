@@ -622,3 +622,65 @@ DONE:
 }
 
 var _ = bits.OnesCount
+
+// cp.async copies global to shared memory (src-size zero-fills, ignore-src
+// skips the read); wait_group/wait_all and a barrier make it visible.
+func TestCpAsync(t *testing.T) {
+	src := `.visible .entry t(.param .u64 out)
+{` + instRegs + `
+	.shared .align 16 .b8 s[512];
+	ld.param.u64 %io, [out];
+	mov.u32 %r0, %tid.x;
+	mul.wide.u32 %rd1, %r0, 16;
+	add.u64 %rd2, %io, %rd1;
+	mov.u32 %r1, s;
+	mul.lo.u32 %r2, %r0, 16;
+	add.u32 %r3, %r1, %r2;
+	cp.async.cg.shared.global [%r3], [%rd2], 16;
+	cp.async.ca.shared.global [%r3+256], [%rd2+4], 4, 2;
+	setp.eq.u32 %p1, %r0, 3;
+	cp.async.ca.shared.global [%r3+264], [%rd2], 8, %p1;
+	cp.async.commit_group;
+	cp.async.wait_group 0;
+	cp.async.wait_all;
+	bar.sync 0;
+	xor.b32 %r4, %r0, 1;
+	mul.lo.u32 %r5, %r4, 16;
+	add.u32 %r6, %r1, %r5;
+	ld.shared.v4.u32 {%r10, %r11, %r12, %r13}, [%r6];
+	ld.shared.v4.u32 {%r14, %r15, %r16, %r17}, [%r6+256];
+	bar.sync 0;
+	st.global.v4.u32 [%rd2], {%r10, %r11, %r12, %r13};
+	st.global.v4.u32 [%rd2+256], {%r14, %r15, %r16, %r17};
+	ret;
+}`
+	n := 16
+	init := make([]uint64, 64)
+	for i := 0; i < 2*n; i++ {
+		init[i] = uint64(i+1)<<32 | uint64(1000+i)
+	}
+	want := append([]uint64(nil), init...)
+	got := runThreads(t, src, dim(1, 1, 1), dim(uint32(n), 1, 1), 64, init...)
+	w32 := func(v []uint64, i int) uint32 { return uint32(v[i/2] >> (32 * (i % 2))) }
+	for tid := 0; tid < n; tid++ {
+		p := tid ^ 1
+		for j := 0; j < 4; j++ {
+			if g, w := w32(got, 4*tid+j), w32(want, 4*p+j); g != w {
+				t.Errorf("thread %d copy word %d = %d, want %d", tid, j, g, w)
+			}
+		}
+		lo := w32(want, 4*p+1) & 0xffff // src-size 2 of 4 bytes
+		tail := [3]uint32{0, w32(want, 4*p), w32(want, 4*p+1)}
+		if p == 3 {
+			tail = [3]uint32{}
+		}
+		if g := w32(got, 64+4*tid); g != lo {
+			t.Errorf("thread %d: partial copy %#x, want %#x", tid, g, lo)
+		}
+		for j := 0; j < 3; j++ {
+			if g := w32(got, 64+4*tid+1+j); g != tail[j] {
+				t.Errorf("thread %d: ignore-src word %d = %#x, want %#x", tid, j, g, tail[j])
+			}
+		}
+	}
+}
