@@ -69,8 +69,9 @@
 // .local (arrays, .align), .shared (static and extern), .param in call blocks;
 // nested { } scopes (names and labels).
 //
-// Types: .b8 .b16 .b32 .b64, .u8–.u64, .s8–.s64, .f32, .f64, .pred; .f16 and
-// .bf16 (and .f16x2, .bf16x2) for ld/st/mov/selp and cvt only.
+// Types: .b8 .b16 .b32 .b64, .u8–.u64, .s8–.s64, .f32, .f64, .pred; .f16,
+// .bf16, .f16x2 and .bf16x2 for the half-precision instructions below, memory,
+// mov, selp and cvt.
 //
 // State spaces: .global, .shared (.shared::cta), .local, .param
 // (.param::entry, .param::func), .const, and generic addressing.
@@ -115,6 +116,13 @@
 // inputs and results (after rounding) become zeros of the same sign.
 // add/mul without a rounding modifier are not contracted into fma (ptxas
 // might contract them on hardware).
+//
+// Half precision (.f16, .bf16 and packed .f16x2, .bf16x2, element 0 in the
+// low half), round-to-nearest as PTX offers: add, sub, mul, fma.rn (fused),
+// with .ftz and .sat (f16) and .relu (fma); min, max (.NaN, .relu); neg, abs
+// (.ftz); setp on scalar .f16/.bf16 with every float comparison. Results are
+// exactly rounded: operands widen exactly and sums are rounded to odd in
+// float64 before the one rounding to the narrow format.
 //
 // Conversions: cvt between every pair of u8–u64, s8–s64, f16, bf16, f32,
 // f64: integer to integer (truncation or sign/zero extension, .sat clamps);
@@ -176,8 +184,9 @@
 // matrix and tensor instructions (mma, wmma, wgmma, ldmatrix, stmatrix,
 // movmatrix, tcgen05); bulk and tensor copies and memory barriers
 // (cp.async.bulk*, cp.reduce.async*, cp.async.mbarrier.arrive, mbarrier,
-// tensormap); f16/bf16/f16x2 arithmetic and other
-// packed or narrow float types (tf32, e4m3, …); 128-bit and vector atomics
+// tensormap); half-precision transcendentals (ex2, tanh … on .f16/.bf16),
+// packed half comparisons (setp/set on .f16x2/.bf16x2), .xorsign.abs, and
+// narrow float types (tf32, e4m3, e5m2, e2m1, …); 128-bit and vector atomics
 // (atom.*.b128, atom.v2/v4), atom/red with .noftz; multimem; clusters
 // (.shared::cluster, mapa, getctarank, cluster barriers and special
 // registers, cluster sizes other than 1); indirect calls and jump tables (call

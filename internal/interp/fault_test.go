@@ -263,7 +263,8 @@ func TestUnsupported(t *testing.T) {
 	tests := []struct{ name, body, mention string }{
 		{"texture", "tex.1d.v4.f32.s32 {%f1, %f2, %f3, %f4}, [tx, {%r1}];", "tex"},
 		{"mma", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1,%f2,%f3,%f4}, {%r1,%r2,%r3,%r4}, {%r5,%r6}, {%f5,%f6,%f7,%f8};", "mma"},
-		{"f16 arithmetic", "add.f16 %rs1, %rs2, %rs3;", "add.f16"},
+		{"f16 transcendental", "ex2.approx.f16 %rs1, %rs2;", "ex2.approx.f16"},
+		{"packed f16 compare", "setp.lt.f16x2 %p1|%p2, %r1, %r2;", "setp.lt.f16x2"},
 		{"cvta.param", "cvta.param.u64 %rd1, %rd2;", "cvta.param"},
 		{"indirect call", "call %rd1, ();", "indirect call"},
 		{"brx.idx", "brx.idx %r1, T;", "brx.idx"},

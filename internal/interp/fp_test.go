@@ -5,6 +5,8 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gpuos/gpuos/internal/ptx"
 )
 
 // The oracle: exact values in math/big, rounded to a binary format by big's own
@@ -422,6 +424,68 @@ func TestFloatToIntSaturates(t *testing.T) {
 	for _, tt := range tests {
 		if got := floatToInt(tt.x, tt.m, tt.bits, tt.signed); got != tt.want {
 			t.Errorf("floatToInt(%v, %d, %d, %v) = %#x, want %#x", tt.x, tt.m, tt.bits, tt.signed, got, tt.want)
+		}
+	}
+}
+
+// Half-precision arithmetic against the math/big oracle, every packing.
+func TestHalfAgainstBig(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, bf := range []bool{false, true} {
+		h := halfFmt{bf: bf}
+		f := format{11, -14, 15}
+		tp, tp2 := ptx.TypeF16, ptx.TypeF16x2
+		if bf {
+			f, tp, tp2 = format{8, -126, 127}, ptx.TypeBF16, ptx.TypeBF16x2
+		}
+		randHalf := func() uint64 {
+			for {
+				v := uint64(r.Uint32() & 0xffff)
+				if x := h.decode(v); finite64(x) {
+					return v
+				}
+			}
+		}
+		ops := map[string]func(a, b, c float64) float64{
+			"add": func(a, b, _ float64) float64 { return sumOdd(a, b) },
+			"mul": func(a, b, _ float64) float64 { return a * b },
+			"fma": func(a, b, c float64) float64 { return sumOdd(a*b, c) },
+		}
+		for name, op := range ops {
+			fn, fn2 := halfOp(tp, op, false, false, false), halfOp(tp2, op, false, false, false)
+			for i := 0; i < 20000; i++ {
+				a, b, c := randHalf(), randHalf(), randHalf()
+				in := inst{d: 0, a: 1, b: 2, c: 3}
+				regs := []uint64{0, a, b, c}
+				fn(regs, &in)
+				got := regs[0]
+				x, y, z := h.decode(a), h.decode(b), h.decode(c)
+				oname := name
+				if name == "add" { // x + y is fma(x, 1, y)
+					y, z = 1, h.decode(b)
+					oname = "fma"
+				}
+				want, ok := oracle(oname, x, y, z, f, rn)
+				if !ok {
+					continue
+				}
+				wbits := h.encode(want)
+				if want == 0 {
+					wbits = 0
+					if math.Signbit(want) {
+						wbits = 0x8000
+					}
+				}
+				if got != wbits {
+					t.Fatalf("bf16=%v %s(%#x, %#x, %#x) = %#x, want %#x (%v)", bf, name, a, b, c, got, wbits, want)
+				}
+				// The packed form computes both halves the same way.
+				regs = []uint64{0, a | b<<16, b | c<<16, c | a<<16}
+				fn2(regs, &in)
+				if regs[0]&0xffff != got {
+					t.Fatalf("bf16=%v %s x2 low half = %#x, want %#x", bf, name, regs[0]&0xffff, got)
+				}
+			}
 		}
 	}
 }

@@ -236,6 +236,9 @@ func hAddSub(fc *fnCompiler, in *ptx.Instruction, m *mods) error {
 	if err != nil {
 		return err
 	}
+	if isHalf(t) {
+		return fc.halfArith(in, m, t, map[bool]string{false: "add", true: "sub"}[sub])
+	}
 	if t.IsFloat() {
 		return fc.floatBinary(in, m, t, map[bool]string{false: "add", true: "sub"}[sub])
 	}
@@ -329,6 +332,9 @@ func hMul(fc *fnCompiler, in *ptx.Instruction, m *mods) error {
 	t, err := m.typ()
 	if err != nil {
 		return err
+	}
+	if isHalf(t) && mode == "" {
+		return fc.halfArith(in, m, t, "mul")
 	}
 	if t.IsFloat() {
 		if mode != "" {
@@ -598,11 +604,14 @@ func hRem(fc *fnCompiler, in *ptx.Instruction, m *mods) error {
 
 func hAbsNeg(fc *fnCompiler, in *ptx.Instruction, m *mods) error {
 	neg := in.Opcode == "neg"
-	ftz := m.has(".ftz")
 	t, err := m.typ()
 	if err != nil {
 		return err
 	}
+	if isHalf(t) {
+		return fc.halfArith(in, m, t, in.Opcode)
+	}
+	ftz := m.has(".ftz")
 	d, s, err := fc.operands(in, t, 1)
 	if err != nil {
 		return err
@@ -643,13 +652,16 @@ func hAbsNeg(fc *fnCompiler, in *ptx.Instruction, m *mods) error {
 
 func hMinMax(fc *fnCompiler, in *ptx.Instruction, m *mods) error {
 	isMax := in.Opcode == "max"
-	ftz := m.has(".ftz")
-	nan := m.has(".NaN")
-	relu := m.has(".relu")
 	t, err := m.typ()
 	if err != nil {
 		return err
 	}
+	if isHalf(t) {
+		return fc.halfArith(in, m, t, in.Opcode)
+	}
+	ftz := m.has(".ftz")
+	nan := m.has(".NaN")
+	relu := m.has(".relu")
 	d, s, err := fc.operands(in, t, 2)
 	if err != nil {
 		return err
@@ -1130,6 +1142,10 @@ func hSetp(fc *fnCompiler, in *ptx.Instruction, m *mods) error {
 			return fc.badType(in, t)
 		}
 		cmp = func(a, b uint64) bool { return fcmp(f64(a), f64(b)) }
+	case (t == ptx.TypeF16 || t == ptx.TypeBF16) && !isSet:
+		if cmp = halfCmp(t, op, ftz); cmp == nil {
+			return fc.badType(in, t)
+		}
 	case isInt(t) && t.Bits() >= 16 && !ftz:
 		signed := t.IsSigned()
 		if strings.HasPrefix(t.String(), ".b") && op != "eq" && op != "ne" {
@@ -1338,6 +1354,9 @@ func hFma(fc *fnCompiler, in *ptx.Instruction, m *mods) error {
 	t, err := m.typ()
 	if err != nil {
 		return err
+	}
+	if isHalf(t) {
+		return fc.halfArith(in, m, t, "fma")
 	}
 	return fc.floatFma(in, m, t, true)
 }
