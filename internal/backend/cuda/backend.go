@@ -39,12 +39,14 @@ type Backend struct {
 
 var _ backend.Backend = (*Backend)(nil)
 
-// proc is what the process holds: the contexts open and the devices lost.
+// proc is what the process holds: the contexts open and the devices lost,
+// by device UUID (a fault poisons the process's hold on that GPU, whichever
+// Backend value opened it).
 var proc struct {
 	mu   sync.Mutex
-	gen  uint64          // last context generation handed out
-	open map[int]*Device // ordinal → its open device
-	lost map[int]error   // ordinal → the error that lost it
+	gen  uint64               // last context generation handed out
+	open map[[16]byte]*Device // open devices
+	lost map[[16]byte]error   // the error that lost each lost device
 }
 
 // Open loads the NVIDIA driver library, initializes it and counts its
@@ -137,24 +139,28 @@ func (b *Backend) LibraryPath() string { return b.path }
 // driver library lacks (an older driver); the operations that need them
 // return ErrMissingSymbol. Empty on driver 580.
 func (b *Backend) MissingEntryPoints() []string {
+	have := map[string]bool{}
+	for i := range symbolCount {
+		have[symbolName(i)] = b.lib.has(i)
+	}
 	var out []string
 	for i := range symbolCount {
-		if !b.lib.has(i) && !optionalSymbol(symbolName(i)) {
-			out = append(out, symbolName(i))
+		name := symbolName(i)
+		if !have[name] && !have[fallbacks[name]] && !isFallback[name] {
+			out = append(out, name)
 		}
 	}
 	return out
 }
 
-// optionalSymbol: entry points the backend can do without (it falls back to
-// an older one, or leaves the parameter layout out).
-func optionalSymbol(name string) bool {
-	switch name {
-	case "cuCtxSynchronize", "cuEventElapsedTime": // older twins of the _v2 the backend prefers
-		return true
-	}
-	return false
+// fallbacks are the older entry points the backend uses when the driver lacks
+// the newer one: the same call, or (cuCtxSynchronize) its current-context form.
+var fallbacks = map[string]string{
+	"cuCtxSynchronize_v2":   "cuCtxSynchronize",
+	"cuEventElapsedTime_v2": "cuEventElapsedTime",
 }
+
+var isFallback = map[string]bool{"cuCtxSynchronize": true, "cuEventElapsedTime": true}
 
 // Devices describes every device. Attributes holds every CUdevice_attribute
 // from 1 to CU_DEVICE_ATTRIBUTE_MAX-1; one this driver does not know is 0.
@@ -220,12 +226,13 @@ func (b *Backend) open(ordinal int) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open device %d: %w", ordinal, err)
 	}
+	uuid := infos[ordinal].UUID
 	proc.mu.Lock()
 	defer proc.mu.Unlock()
-	if err := proc.lost[ordinal]; err != nil {
+	if err := proc.lost[uuid]; err != nil {
 		return nil, fmt.Errorf("open device %d: %w", ordinal, err)
 	}
-	if proc.open[ordinal] != nil {
+	if proc.open[uuid] != nil {
 		return nil, fmt.Errorf("open device %d: already open in this process: %w", ordinal, backend.ErrInvalidArgument)
 	}
 	proc.gen++
@@ -241,31 +248,31 @@ func (b *Backend) open(ordinal int) (*Device, error) {
 		return nil, fmt.Errorf("open device %d: %w", ordinal, err)
 	}
 	if proc.open == nil {
-		proc.open = map[int]*Device{}
-		proc.lost = map[int]error{}
+		proc.open = map[[16]byte]*Device{}
+		proc.lost = map[[16]byte]error{}
 	}
-	proc.open[ordinal] = d
+	proc.open[uuid] = d
 	return d, nil
 }
 
 // closed forgets an open device.
 func (b *Backend) closed(d *Device) {
 	proc.mu.Lock()
-	if proc.open[d.ordinal] == d {
-		delete(proc.open, d.ordinal)
+	if proc.open[d.info.UUID] == d {
+		delete(proc.open, d.info.UUID)
 	}
 	proc.mu.Unlock()
 }
 
-// markLost records that an ordinal's context was lost for good.
-func markLost(ordinal int, err error) {
+// markLost records that a device's context was lost for good.
+func markLost(uuid [16]byte, err error) {
 	proc.mu.Lock()
 	if proc.lost == nil {
-		proc.open = map[int]*Device{}
-		proc.lost = map[int]error{}
+		proc.open = map[[16]byte]*Device{}
+		proc.lost = map[[16]byte]error{}
 	}
-	if proc.lost[ordinal] == nil {
-		proc.lost[ordinal] = err
+	if proc.lost[uuid] == nil {
+		proc.lost[uuid] = err
 	}
 	proc.mu.Unlock()
 }

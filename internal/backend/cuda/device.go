@@ -23,19 +23,21 @@ type Device struct {
 
 	gran            uint64
 	least, greatest int // stream priorities
-	prop            cuda.CUmemAllocationProp
-	access          cuda.CUmemAccessDesc
-	vmmMu           sync.Mutex // serializes VMM changes (see addressSpace)
-	as              *addressSpace
-	hostMu          sync.Mutex // serializes host registrations
-	host            hostRegistry
-	mu              sync.Mutex // guards the sets below
-	chunks          map[*chunk]struct{}
-	streams         map[*stream]struct{}
-	events          map[*event]struct{}
-	modules         map[*module]struct{}
-	hostAllocs      map[*hostMem]struct{}
-	callbacks       map[*callback]struct{} // enqueued, not yet run
+	// prop and access are allocations of their own: cgo passes them to C,
+	// which checks that the memory a pointer reaches holds no Go pointer.
+	prop       *cuda.CUmemAllocationProp
+	access     *cuda.CUmemAccessDesc
+	vmmMu      sync.Mutex // serializes VMM changes (see addressSpace)
+	as         *addressSpace
+	hostMu     sync.Mutex // serializes host registrations
+	host       hostRegistry
+	mu         sync.Mutex // guards the sets below
+	chunks     map[*chunk]struct{}
+	streams    map[*stream]struct{}
+	events     map[*event]struct{}
+	modules    map[*module]struct{}
+	hostAllocs map[*hostMem]struct{}
+	callbacks  map[*callback]struct{} // enqueued, not yet run
 }
 
 var _ backend.Device = (*Device)(nil)
@@ -50,15 +52,15 @@ func newDevice(b *Backend, ordinal int, info backend.DeviceInfo, c *dctx) (*Devi
 		hostAllocs: map[*hostMem]struct{}{},
 		callbacks:  map[*callback]struct{}{},
 	}
-	d.prop = cuda.CUmemAllocationProp{
+	d.prop = &cuda.CUmemAllocationProp{
 		Type:     cuda.CU_MEM_ALLOCATION_TYPE_PINNED,
 		Location: cuda.CUmemLocation{Type: cuda.CU_MEM_LOCATION_TYPE_DEVICE, ID: int32(ordinal)},
 	}
-	d.access = cuda.CUmemAccessDesc{
+	d.access = &cuda.CUmemAccessDesc{
 		Location: d.prop.Location,
 		Flags:    cuda.CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
 	}
-	g, r := c.granularity(&d.prop)
+	g, r := c.granularity(d.prop)
 	if r != 0 {
 		return nil, resultError("cuMemGetAllocationGranularity", r)
 	}
@@ -117,7 +119,7 @@ func (d *Device) lose(cause error) error {
 	if !d.lost.CompareAndSwap(nil, &err) {
 		return *d.lost.Load()
 	}
-	markLost(d.ordinal, err)
+	markLost(d.info.UUID, err)
 	return err
 }
 
@@ -142,6 +144,9 @@ func (d *Device) Close() error {
 	// Unload ended it first is that call's to free.
 	d.mu.Lock()
 	streams, events, modules := keys(d.streams), keys(d.events), keys(d.modules)
+	clear(d.streams)
+	clear(d.events)
+	clear(d.modules)
 	d.mu.Unlock()
 	streams = ended(streams, func(s *stream) bool { return s.live.end() })
 	events = ended(events, func(e *event) bool { return e.live.end() })
@@ -293,7 +298,7 @@ func (d *Device) CreateChunk(size uint64) (backend.Chunk, error) {
 	if size == 0 || size%d.gran != 0 {
 		return nil, fmt.Errorf("create chunk of %#x bytes: not a positive multiple of the granularity %#x: %w", size, d.gran, backend.ErrInvalidArgument)
 	}
-	h, r := d.c.memCreate(size, &d.prop)
+	h, r := d.c.memCreate(size, d.prop)
 	if r != 0 {
 		return nil, d.fail(fmt.Sprintf("create chunk of %#x bytes", size), r)
 	}
@@ -389,7 +394,7 @@ func (d *Device) SetAccess(ptr backend.DevicePtr, size uint64) error {
 	if err := d.as.checkSetAccess(uint64(ptr), size); err != nil {
 		return err
 	}
-	if r := d.c.setAccess(uint64(ptr), size, &d.access); r != 0 {
+	if r := d.c.setAccess(uint64(ptr), size, d.access); r != 0 {
 		return d.fail(fmt.Sprintf("set access %#x+%#x", ptr, size), r)
 	}
 	d.as.setAccess(uint64(ptr), size)

@@ -218,6 +218,10 @@ static void gpuos_close_lib(gpuos_lib *lib) {
 	free(lib);
 }
 
+static const char *gpuos_symbol_name(int i) {
+	return i >= 0 && i < GPUOS_NSYMBOLS ? gpuos_symbol_names[i] : "";
+}
+
 static int gpuos_has(gpuos_lib *lib, int sym) {
 	void **slots = (void **)((char *)lib + offsetof(gpuos_lib, cuInit));
 	return sym >= 0 && sym < GPUOS_NSYMBOLS && slots[sym] != NULL;
@@ -609,7 +613,7 @@ func symbolName(i int) string {
 	if i < 0 || i >= symbolCount {
 		return ""
 	}
-	return C.GoString(C.gpuos_symbol_names[i])
+	return C.GoString(C.gpuos_symbol_name(C.int(i)))
 }
 
 // cConstant returns constant i of the C side (see gpuos_constant).
