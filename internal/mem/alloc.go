@@ -133,6 +133,11 @@ func (w *Window) Alloc(size uint64, flags AllocFlags) (*Allocation, error) {
 	return a, nil
 }
 
+// pressure is what an allocation in w may evict for.
+func (w *Window) pressure() *pressure {
+	return &pressure{p: Pressure{Tenant: w.t.name, Window: w.id}}
+}
+
 func (w *Window) allocChunk(size uint64) (*Allocation, error) {
 	bytes := roundUp(size, w.m.gran)
 	if err := w.t.charge(bytes); err != nil {
@@ -142,7 +147,7 @@ func (w *Window) allocChunk(size uint64) (*Allocation, error) {
 		w.t.uncharge(bytes)
 		return nil, fmt.Errorf("larger than the %d-byte window: %w", w.size, ErrOutOfMemory)
 	}
-	ch, err := w.m.getChunk(bytes, w.t)
+	ch, err := w.m.getChunk(bytes, w.t, w.pressure())
 	if err != nil {
 		w.t.uncharge(bytes)
 		return nil, err
@@ -205,7 +210,7 @@ func (w *Window) allocSub(size uint64) (*Allocation, error) {
 
 	// No slab has room: get a chunk without holding the lock, then look
 	// again, since another thread may have made a slab meanwhile.
-	ch, err := w.m.getChunk(w.m.gran, w.t)
+	ch, err := w.m.getChunk(w.m.gran, w.t, w.pressure())
 	if err != nil {
 		w.t.uncharge(charge)
 		return nil, err
@@ -431,6 +436,14 @@ func (w *Window) Attach(a *Allocation, readOnly bool) (*Allocation, error) {
 	}
 	sh := src.sh
 	sh.mu.Lock()
+	for src.state == stateLive && src.region.ch.slot.Load() != nil {
+		// Evicted: bring it back first, so the new mapping has a chunk to map.
+		sh.mu.Unlock()
+		if err := w.m.bringBack(src, w); err != nil {
+			return nil, fmt.Errorf("attach %d bytes at %#x: %w", a.size, uint64(a.ptr), err)
+		}
+		sh.mu.Lock()
+	}
 	defer sh.mu.Unlock()
 	switch {
 	case a.state == stateFreed:

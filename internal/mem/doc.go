@@ -2,8 +2,8 @@
 // device memory of one backend context and hands it to sessions. It owns
 // per-session address windows, the allocations inside them, per-tenant
 // quotas, sharing of allocations between windows, a pool of freed chunks and
-// the shared sink chunk; it is built so that swapping to host memory can be
-// added without reshaping it.
+// the shared sink chunk, and swapping chunks to host memory when the device
+// is oversubscribed.
 //
 // # Windows and guard ranges
 //
@@ -91,34 +91,64 @@
 // nothing a tenant did not write out of bounds itself; a sink per tenant
 // would remove even that at the cost of a chunk per tenant.
 //
-// # Swapping (not built yet)
+// # Swapping
 //
-// Each chunk records its owner window and a last-use stamp (on Alloc,
-// Resolve and Attach; Window.Touch stamps a whole window when the driver
-// dispatches its work), and Manager.Candidates lists them least recently used
-// first: the input of the on_pressure hook. Eviction would plug into
-// getChunk, after the pool is trimmed: pick victims from Candidates, take the
-// victim's share lock and window locks as Free does, Quiesce the owner window
-// and every window it is attached in, copy the chunk to pinned host memory on
-// an eviction stream, unbackRegion it everywhere (the sink backs the granules,
-// so guard ranges stay whole) and release it, keeping the region and its
-// Allocation with the chunk marked evicted so Resolve and accounting are
-// unchanged. Before the session's next dispatch the driver would ask the
-// window to make itself resident: backRegion maps a new chunk at the same
-// addresses and the data is copied back.
+// With Options.SwapLimit set, tenants' allocations together may exceed the
+// device limit. When a chunk would not fit (after the pool is trimmed), the
+// manager evicts victims: Candidates lists the resident chunks backing
+// allocations and slabs, least recently used first (each chunk records its
+// owner window and a last-use stamp: Alloc, Resolve, Attach, and Window.Touch
+// when the driver dispatches), and the VictimChooser (Options.Victims, the
+// on_pressure hook; built in: LowestPriorityLRU) picks among them. Evicting a
+// chunk quiesces every window it is mapped in (its owner's and those it is
+// attached in), copies it to pinned host memory on the manager's eviction
+// stream, replaces its mappings by the sink (so guard ranges stay whole: a
+// stray access reads the sink rather than faulting) and gives the physical
+// memory back to the pool, where the allocation or swap-in that needed it
+// takes it. The allocation keeps its region and address; Resolve and
+// accounting do not change. Other sessions' work runs on meanwhile: the
+// copies use their own stream.
+//
+// A window with an evicted chunk is non-resident (Resident is false) and
+// keeps the quiesce of that eviction: its session's work must not reach the
+// device. Window.MakeResident brings every chunk it maps back at the same
+// addresses — a chunk from the pool or a new one, mapped in every window that
+// maps it, the data copied back on the swap-in stream — and resumes the
+// windows that became resident once the copies are done. The driver calls it
+// before dispatching the session's work (its pager). Swap-in copies are
+// waited for once per MakeResident, so the eviction a swap-in needs (device
+// to host) overlaps the copy of the chunk before it (host to device). Chunks
+// made resident are protected from eviction for Options.MinResidency, so a
+// session runs before it can be evicted again; while only protected chunks
+// could make room, MakeResident waits and an allocation sleeps.
+//
+// Host swap memory is pinned in pieces of at most Options.SwapPiece, kept
+// for reuse (pinning is slow), and bounded by SwapLimit; an eviction that
+// does not fit fails the allocation that needed it with ErrOutOfMemory.
+// Everything a window maps must fit on the device at once beside the sink
+// (else its session could never run): an allocation or attachment past that
+// is ErrOutOfMemory. Freeing an evicted allocation, or closing its window,
+// drops its host copy. Options.OnSwap reports every move (audit, counters).
+//
+// There is no on-device swap area: evicted data goes straight to host memory.
 //
 // # Concurrency and lock order
 //
 // All methods are safe for concurrent use. Locks, in the order they nest:
 //
-//	share.mu (one per allocation with chunks of its own, with its attachments)
+//	evictMu (one per manager: evictions and swap-ins, their streams)
+//	  → share.mu (one per allocation with chunks of its own, with its attachments)
 //	  → Window.mu (one per window: its address space, mappings, slabs)
 //	    → Manager.mu (tenants, windows, pool, physical accounting)
 //	    → Manager.scrubMu (the scrub stream; a leaf)
 //
 // Only Free, Attach and Close of allocations with their own chunks take a
 // share lock; they then take the windows involved one at a time, so two
-// windows' locks are never held together. Close takes no lock while it calls
+// windows' locks are never held together. Only the holder of evictMu holds
+// two share locks (a swap-in's, and a victim's it evicts to make room); no
+// one else waits for a second share lock, so that cannot deadlock. Eviction
+// keeps a window quiesced after letting go of its lock (Quiesce's contract
+// allows that). Close takes no lock while it calls
 // those. Tenant usage and quotas are atomics (a compare-and-swap loop
 // enforces the quota across windows), and GuardRange and Window.Touch are
 // lock-free, so a launch path reading them never waits for an allocation.

@@ -32,4 +32,8 @@ var (
 	ErrWindowClosed = v1.Errorf(v1.CodeRevoked, "memory window closed")
 	// ErrClosed: the manager was closed.
 	ErrClosed = v1.Errorf(v1.CodeRevoked, "memory manager closed")
+	// ErrBusy: device memory is short and the only chunks that could make
+	// room were made resident a moment ago (Options.MinResidency); evicting
+	// them would undo that before their session ran. Try again shortly.
+	ErrBusy = v1.Errorf(v1.CodeBusy, "device memory is held by sessions just made resident")
 )

@@ -24,6 +24,8 @@ type fakeDevice struct {
 	chunks   map[*fakeChunk]struct{}
 	used     uint64
 	calls    fakeCalls
+	// hostBytes is the host memory AllocHost handed out and not freed.
+	hostBytes uint64
 	// beforeUnmap runs, with mu held, before each Unmap.
 	beforeUnmap func(ptr backend.DevicePtr, size uint64)
 	// fail, if set, may make an operation ("Map", "Unmap", "SetAccess",
@@ -33,6 +35,7 @@ type fakeDevice struct {
 
 type fakeCalls struct {
 	Reserve, Release, CreateChunk, ReleaseChunk, Map, Unmap, SetAccess, Memset int
+	CopyDtoH, CopyHtoD                                                         int
 }
 
 type fakeMapping struct {
@@ -285,12 +288,13 @@ type fakeCounts struct {
 	chunks, mappings, reservations int
 	used                           uint64
 	calls                          fakeCalls
+	host                           uint64
 }
 
 func (d *fakeDevice) counts() fakeCounts {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return fakeCounts{len(d.chunks), len(d.maps), len(d.reserved), d.used, d.calls}
+	return fakeCounts{len(d.chunks), len(d.maps), len(d.reserved), d.used, d.calls, d.hostBytes}
 }
 
 // mappingSizes lists the mappings of [lo, hi), sorted by address, as sizes in granules.
@@ -311,7 +315,39 @@ func (d *fakeDevice) mappingSizes(lo, hi backend.DevicePtr) []uint64 {
 	return out
 }
 
-func (d *fakeDevice) AllocHost(int) (backend.HostMemory, error) { return nil, backend.ErrUnsupported }
+// AllocHost returns host memory the fake counts, so tests can check that the
+// swap store gives back what it pinned.
+func (d *fakeDevice) AllocHost(n int) (backend.HostMemory, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.failing("AllocHost"); err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		return nil, backend.ErrInvalidArgument
+	}
+	d.hostBytes += uint64(n)
+	return &fakeHost{d: d, buf: make([]byte, n)}, nil
+}
+
+type fakeHost struct {
+	d     *fakeDevice
+	buf   []byte
+	freed bool
+}
+
+func (h *fakeHost) Bytes() []byte { return h.buf }
+func (h *fakeHost) Free() error {
+	h.d.mu.Lock()
+	defer h.d.mu.Unlock()
+	if h.freed {
+		return backend.ErrInvalidArgument
+	}
+	h.freed = true
+	h.d.hostBytes -= uint64(len(h.buf))
+	return nil
+}
+
 func (d *fakeDevice) RegisterHost([]byte) error                 { return backend.ErrUnsupported }
 func (d *fakeDevice) UnregisterHost([]byte) error               { return backend.ErrUnsupported }
 func (d *fakeDevice) LoadModule([]byte) (backend.Module, error) { return nil, backend.ErrUnsupported }
@@ -322,7 +358,7 @@ func (d *fakeDevice) NewEvent(backend.EventFlags) (backend.Event, error) {
 }
 func (d *fakeDevice) Synchronize() error { return nil }
 
-// fakeStream runs Memset at once; everything else is unsupported.
+// fakeStream runs Memset and host copies at once; everything else is unsupported.
 type fakeStream struct {
 	d   *fakeDevice
 	err error
@@ -365,8 +401,37 @@ func (s *fakeStream) Destroy() error { return nil }
 func (s *fakeStream) Launch(backend.Function, backend.LaunchConfig, []byte) error {
 	return backend.ErrUnsupported
 }
-func (s *fakeStream) CopyHtoD(backend.DevicePtr, []byte) error { return backend.ErrUnsupported }
-func (s *fakeStream) CopyDtoH([]byte, backend.DevicePtr) error { return backend.ErrUnsupported }
+func (s *fakeStream) CopyHtoD(dst backend.DevicePtr, src []byte) error {
+	d := s.d
+	d.mu.Lock()
+	d.calls.CopyHtoD++
+	err := d.failing("CopyHtoD")
+	d.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := d.write(dst, src); err != nil && s.err == nil {
+		s.err = err
+	}
+	return nil
+}
+
+func (s *fakeStream) CopyDtoH(dst []byte, src backend.DevicePtr) error {
+	d := s.d
+	d.mu.Lock()
+	d.calls.CopyDtoH++
+	err := d.failing("CopyDtoH")
+	d.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	b, err := d.read(src, uint64(len(dst)))
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	copy(dst, b)
+	return nil
+}
 func (s *fakeStream) CopyDtoD(backend.DevicePtr, backend.DevicePtr, uint64) error {
 	return backend.ErrUnsupported
 }

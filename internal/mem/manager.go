@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/backend"
@@ -48,6 +49,27 @@ type Options struct {
 	// owner's Free revokes attachments in other sessions' windows). nil means
 	// the caller guarantees it otherwise.
 	Quiesce func(w *Window) (resume func(), err error)
+
+	// SwapLimit bounds the pinned host memory that holds evicted chunks
+	// (gpuos serve --swap). 0 disables swapping: the device limit is then a
+	// hard limit (ErrOutOfMemory). With swapping, tenants' allocations
+	// together may exceed the device limit: when a chunk would not fit,
+	// victims are evicted to host memory (see doc.go).
+	SwapLimit uint64
+	// SwapPiece is the largest pinned host buffer of the swap store (default
+	// 64 MiB); larger chunks are held in several.
+	SwapPiece uint64
+	// Victims chooses what to evict: the on_pressure hook. nil means
+	// LowestPriorityLRU.
+	Victims VictimChooser
+	// OnSwap, if set, is told of every eviction and swap-in once it is done
+	// (audit, counters, waking the session's pager). It is called with
+	// m's eviction lock held and must not call the manager.
+	OnSwap func(SwapEvent)
+	// MinResidency is how long chunks made resident are kept from eviction,
+	// so their session runs before it can be evicted again (default 50 ms;
+	// negative: not at all).
+	MinResidency time.Duration
 }
 
 // Manager is the memory manager of one device context. All methods are safe
@@ -62,6 +84,25 @@ type Manager struct {
 	poolLimit   uint64
 	freshZeroed bool
 	quiesceFn   func(*Window) (func(), error)
+
+	// Swapping; swap is nil when it is disabled.
+	swap         *swapStore
+	chooser      VictimChooser
+	onSwap       func(SwapEvent)
+	minResidency time.Duration
+	// evictMu serialises evictions and swap-ins; it comes first in the lock
+	// order. The fields below it are guarded by it.
+	evictMu       sync.Mutex
+	outStream     backend.Stream // eviction copies (device to host)
+	inStream      backend.Stream // swap-in copies (host to device)
+	pendingSlots  []*swapSlot    // slots of swap-ins whose copies may be in flight
+	pendingResume []func()       // windows made resident, to resume after those copies
+	pendingEvents []SwapEvent
+
+	evictions, swapIns              atomic.Uint64
+	evictedBytes, swappedInBytes    atomic.Uint64
+	evictNs, swapInNs               atomic.Uint64
+	chooserFallbacks, releaseErrors atomic.Uint64
 
 	clock atomic.Uint64 // logical time for last-use stamps
 	sink  backend.Chunk
@@ -96,6 +137,12 @@ type chunk struct {
 	// or under the chunk's share lock.
 	clean  bool
 	tenant *Tenant
+	// slot holds the data while the chunk is evicted (c is then nil). It and
+	// c change under the chunk's share lock (a slab's: its window's lock) with
+	// m.evictMu held; slot is atomic so that listings may peek at it.
+	slot atomic.Pointer[swapSlot]
+	// protectUntil (unix ns) keeps a chunk just made resident from eviction.
+	protectUntil atomic.Int64
 }
 
 // NewManager returns a manager for dev and creates the sink chunk. It does not
@@ -132,19 +179,35 @@ func NewManager(dev backend.Device, opts Options) (*Manager, error) {
 	if poolLimit == 0 {
 		poolLimit = limit / 8
 	}
+	minRes := opts.MinResidency
+	switch {
+	case minRes == 0:
+		minRes = 50 * time.Millisecond
+	case minRes < 0:
+		minRes = 0
+	}
 	m := &Manager{
-		dev:         dev,
-		gran:        gran,
-		shift:       uint(bits.TrailingZeros64(gran)),
-		limit:       limit,
-		minWindow:   minWindow,
-		sinkGran:    sinkSize / gran,
-		poolLimit:   poolLimit,
-		freshZeroed: opts.FreshChunksZeroed,
-		quiesceFn:   opts.Quiesce,
-		tenants:     map[string]*Tenant{},
-		windows:     map[uint64]*Window{},
-		pool:        map[uint64][]*chunk{},
+		minResidency: minRes,
+		onSwap:       opts.OnSwap,
+		chooser:      opts.Victims,
+		dev:          dev,
+		gran:         gran,
+		shift:        uint(bits.TrailingZeros64(gran)),
+		limit:        limit,
+		minWindow:    minWindow,
+		sinkGran:     sinkSize / gran,
+		poolLimit:    poolLimit,
+		freshZeroed:  opts.FreshChunksZeroed,
+		quiesceFn:    opts.Quiesce,
+		tenants:      map[string]*Tenant{},
+		windows:      map[uint64]*Window{},
+		pool:         map[uint64][]*chunk{},
+	}
+	if m.chooser == nil {
+		m.chooser = LowestPriorityLRU{}
+	}
+	if opts.SwapLimit > 0 {
+		m.swap = newSwapStore(dev, opts.SwapPiece, opts.SwapLimit, gran)
 	}
 	// The sink's contents are never read back by anyone who owns data, so
 	// it is not scrubbed; see doc.go for what it means for tenants.
@@ -180,12 +243,27 @@ func (m *Manager) Tenant(name string) *Tenant {
 // Tenant is an account of memory: the sum over all its windows is held under
 // its quota.
 type Tenant struct {
-	m       *Manager
-	name    string
-	quota   atomic.Uint64
-	used    atomic.Uint64
-	windows atomic.Int64
+	m        *Manager
+	name     string
+	quota    atomic.Uint64
+	used     atomic.Uint64
+	windows  atomic.Int64
+	priority atomic.Int64
+
+	evictions, swapIns atomic.Uint64
+	swapped            atomic.Uint64 // bytes of its chunks in host memory now
 }
+
+// SetPriority sets the tenant's priority for victim choice: the built-in
+// chooser evicts chunks of lower priorities first. The driver sets it from the
+// tenant's scheduling class (higher is more important).
+func (t *Tenant) SetPriority(p int) { t.priority.Store(int64(p)) }
+
+// Priority returns what SetPriority set (0 by default).
+func (t *Tenant) Priority() int { return int(t.priority.Load()) }
+
+// Evictions returns how many of the tenant's chunks were evicted so far.
+func (t *Tenant) Evictions() uint64 { return t.evictions.Load() }
 
 // Name returns the tenant's name.
 func (t *Tenant) Name() string { return t.name }
@@ -233,42 +311,36 @@ func (t *Tenant) charge(n uint64) error {
 func (t *Tenant) uncharge(n uint64) { t.used.Add(-n) }
 
 // getChunk returns a chunk of size bytes for tenant t: from the pool, or
-// created (after trimming the pool if the device limit requires it). It takes
-// m.mu only briefly and never across a backend call.
-func (m *Manager) getChunk(size uint64, t *Tenant) (*chunk, error) {
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil, ErrClosed
+// created (after trimming the pool, and evicting if swapping is on and pr
+// says who asks, when the device limit requires it). It takes m.mu only
+// briefly and never across a backend call.
+func (m *Manager) getChunk(size uint64, t *Tenant, pr *pressure) (*chunk, error) {
+	c, reserved, err := m.takeOrReserve(size)
+	if err != nil || c != nil {
+		return c, err
 	}
-	if l := m.pool[size]; len(l) > 0 {
-		c := l[len(l)-1]
-		m.pool[size] = l[:len(l)-1]
-		m.pooled -= size
-		m.mu.Unlock()
-		return c, nil
+	if !reserved {
+		if m.swap == nil || pr == nil {
+			m.mu.Lock()
+			held := m.physical
+			m.mu.Unlock()
+			return nil, fmt.Errorf("%d bytes more with %d held would pass the device limit of %d: %w", size, held, m.limit, ErrOutOfMemory)
+		}
+		if c, err = m.makeRoom(size, pr); err != nil || c != nil {
+			return c, err
+		}
 	}
-	trimmed := m.trimLocked(size)
-	if m.physical+size > m.limit || m.physical+size < m.physical {
-		held := m.physical
-		m.mu.Unlock()
-		m.release(trimmed)
-		return nil, fmt.Errorf("%d bytes more with %d held would pass the device limit of %d: %w", size, held, m.limit, ErrOutOfMemory)
-	}
-	m.physical += size // reserved while CreateChunk runs
-	m.mu.Unlock()
-	m.release(trimmed)
-
-	c, err := m.dev.CreateChunk(size)
+	// size bytes are reserved in m.physical while CreateChunk runs.
+	c2, err := m.dev.CreateChunk(size)
 	if err != nil && v1.CodeOf(err) == v1.CodeOutOfMemory {
 		// The device is shorter than our accounting says (other processes):
 		// give back the whole pool and try once more.
 		m.mu.Lock()
-		trimmed = m.trimLocked(^uint64(0))
+		trimmed := m.trimLocked(^uint64(0))
 		m.mu.Unlock()
 		if len(trimmed) > 0 {
 			m.release(trimmed)
-			c, err = m.dev.CreateChunk(size)
+			c2, err = m.dev.CreateChunk(size)
 		}
 	}
 	m.mu.Lock()
@@ -278,7 +350,7 @@ func (m *Manager) getChunk(size uint64, t *Tenant) (*chunk, error) {
 		return nil, fmt.Errorf("create chunk of %d bytes: %w", size, err)
 	}
 	m.chunks++
-	return &chunk{c: c, size: size, clean: m.freshZeroed}, nil
+	return &chunk{c: c2, size: size, clean: m.freshZeroed}, nil
 }
 
 // trimLocked takes chunks out of the pool until need more bytes fit under the
@@ -325,6 +397,15 @@ func (m *Manager) release(cs []*chunk) error {
 // putChunk returns an unmapped chunk: to the pool if it has room, else to the
 // device. Its clean and tenant fields say whose data it holds.
 func (m *Manager) putChunk(c *chunk) error {
+	if slot := c.slot.Swap(nil); slot != nil {
+		// Evicted: its data is in host memory and it holds no device memory.
+		if c.owner != nil {
+			c.owner.t.swapped.Add(-c.size)
+		}
+		m.swap.release(slot)
+		c.owner = nil
+		return nil
+	}
 	c.owner = nil
 	m.mu.Lock()
 	if !m.closed && m.pooled+c.size <= m.poolLimit {
@@ -339,11 +420,15 @@ func (m *Manager) putChunk(c *chunk) error {
 	return m.release([]*chunk{c})
 }
 
-// Trim releases every pooled chunk to the device.
+// Trim releases every pooled chunk to the device, and the pinned host memory
+// the swap store keeps for reuse.
 func (m *Manager) Trim() error {
 	m.mu.Lock()
 	cs := m.trimLocked(^uint64(0))
 	m.mu.Unlock()
+	if m.swap != nil {
+		m.swap.trim()
+	}
 	return m.release(cs)
 }
 
@@ -379,10 +464,14 @@ type Stats struct {
 
 // TenantStats is one tenant's accounting.
 type TenantStats struct {
-	Name    string
-	Used    uint64 // bytes charged (see doc.go for what counts)
-	Quota   uint64 // 0: unlimited
-	Windows int    // open windows
+	Name      string
+	Used      uint64 // bytes charged (see doc.go for what counts)
+	Quota     uint64 // 0: unlimited
+	Windows   int    // open windows
+	Priority  int
+	Evictions uint64 // chunks of the tenant evicted, in total
+	SwapIns   uint64 // chunks of the tenant brought back, in total
+	Swapped   uint64 // bytes of the tenant's chunks in host memory now
 }
 
 // DeviceStats is the manager's physical memory.
@@ -393,6 +482,18 @@ type DeviceStats struct {
 	Chunks   int    // chunks held, sink included
 	Windows  int    // open windows
 	Scrubbed uint64 // bytes zeroed before reuse by another tenant, in total
+
+	// Swapping (all zero when it is disabled).
+	SwapLimit        uint64        // Options.SwapLimit
+	Swapped          uint64        // bytes of evicted chunks in host memory now
+	SwapHeld         uint64        // pinned host bytes the swap store holds (in use and kept)
+	Evictions        uint64        // chunks evicted, in total
+	SwapIns          uint64        // chunks brought back, in total
+	EvictedBytes     uint64        // bytes evicted, in total
+	SwappedInBytes   uint64        // bytes brought back, in total
+	EvictTime        time.Duration // time spent evicting (quiesce, copy, unmap)
+	SwapInTime       time.Duration // time spent bringing back (map, copy)
+	ChooserFallbacks uint64        // victim choices the built-in made because the chooser failed
 }
 
 // Stats returns a snapshot of per-tenant and device accounting.
@@ -406,10 +507,23 @@ func (m *Manager) Stats() Stats {
 		Chunks:   m.chunks,
 		Windows:  len(m.windows),
 		Scrubbed: m.scrubbed.Load(),
+
+		Evictions:        m.evictions.Load(),
+		SwapIns:          m.swapIns.Load(),
+		EvictedBytes:     m.evictedBytes.Load(),
+		SwappedInBytes:   m.swappedInBytes.Load(),
+		EvictTime:        time.Duration(m.evictNs.Load()),
+		SwapInTime:       time.Duration(m.swapInNs.Load()),
+		ChooserFallbacks: m.chooserFallbacks.Load(),
 	}}
+	if m.swap != nil {
+		s.Device.SwapLimit = m.swap.limit
+		s.Device.Swapped, s.Device.SwapHeld = m.swap.usage()
+	}
 	for _, t := range m.tenants {
 		used, quota := t.Usage()
-		s.Tenants = append(s.Tenants, TenantStats{Name: t.name, Used: used, Quota: quota, Windows: int(t.windows.Load())})
+		s.Tenants = append(s.Tenants, TenantStats{Name: t.name, Used: used, Quota: quota, Windows: int(t.windows.Load()),
+			Priority: t.Priority(), Evictions: t.evictions.Load(), SwapIns: t.swapIns.Load(), Swapped: t.swapped.Load()})
 	}
 	sort.Slice(s.Tenants, func(i, j int) bool { return s.Tenants[i].Name < s.Tenants[j].Name })
 	return s
@@ -417,24 +531,35 @@ func (m *Manager) Stats() Stats {
 
 // Candidate is a chunk that eviction could take (the seam for swapping; see doc.go).
 type Candidate struct {
-	Tenant  string
-	Window  uint64            // Window.ID
-	Ptr     backend.DevicePtr // where it is mapped in its owner window
-	Bytes   uint64
-	LastUse uint64 // manager clock: the later of the chunk's and its window's last use
-	Shared  bool   // attached in other windows
-	Slab    bool   // holds sub-allocations
+	Tenant   string
+	Priority int               // the tenant's (Tenant.SetPriority)
+	Window   uint64            // Window.ID
+	Ptr      backend.DevicePtr // where it is mapped in its owner window
+	Bytes    uint64
+	LastUse  uint64 // manager clock: the later of the chunk's and its window's last use
+	Shared   bool   // attached in other windows
+	Slab     bool   // holds sub-allocations
+
+	w *Window
+	r *region
 }
 
-// Candidates lists every chunk backing an allocation or slab, least recently
-// used first.
+// Candidates lists every resident chunk backing an allocation or slab, least
+// recently used first.
 func (m *Manager) Candidates() []Candidate {
 	var out []Candidate
 	for _, w := range m.openWindows() {
 		out = w.appendCandidates(out)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].LastUse < out[j].LastUse })
+	sortCandidates(out)
+	for i := range out {
+		out[i].w, out[i].r = nil, nil
+	}
 	return out
+}
+
+func sortCandidates(cs []Candidate) {
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].LastUse < cs[j].LastUse })
 }
 
 func (m *Manager) openWindows() []*Window {
@@ -481,6 +606,18 @@ func (m *Manager) Close() error {
 		m.scrubStream = nil
 	}
 	m.scrubMu.Unlock()
+	m.evictMu.Lock()
+	errs = append(errs, m.finishSwapIns())
+	for _, st := range []*backend.Stream{&m.outStream, &m.inStream} {
+		if *st != nil {
+			errs = append(errs, (*st).Destroy())
+			*st = nil
+		}
+	}
+	m.evictMu.Unlock()
+	if m.swap != nil {
+		m.swap.trim()
+	}
 	return errors.Join(errs...)
 }
 

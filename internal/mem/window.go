@@ -33,6 +33,16 @@ type Window struct {
 	regions []*region // chunk mappings, sorted by start
 	slabs   []*slab   // sorted by address
 	empty   int       // slabs without allocations
+
+	// Swapping. evicted counts regions whose chunk is in host memory; while it
+	// is positive the window is non-resident and keeps swapHold, the resume
+	// of the quiesce taken when it was evicted, so its session stays stopped.
+	// footprint is the bytes of chunks mapped (allocations, slabs,
+	// attachments): all of it must fit the device at once for the session to run.
+	evicted     int
+	swapHold    func()
+	footprint   uint64
+	nonResident atomic.Bool
 }
 
 // region is a chunk mapped in a window: a slab, a chunk-exclusive allocation
@@ -42,6 +52,7 @@ type region struct {
 	ch       *chunk
 	alloc    *Allocation // nil for a slab
 	slab     *slab
+	evicted  bool // the chunk is in host memory; the granules are sink-backed
 }
 
 // OpenWindow reserves a new window for a session of tenant t. Its size is a
@@ -338,9 +349,8 @@ func (w *Window) backRegion(start, n uint64, ch *chunk) (err error) {
 // with the sink again (with the session quiesced). On failure it maps the
 // chunk back if it can. Caller holds w.mu.
 func (w *Window) unbackRegion(start, n uint64, ch *chunk) error {
-	dev := w.m.dev
 	if w.closing {
-		if err := dev.Unmap(w.ptr(start), w.bytes(n)); err != nil {
+		if err := w.m.dev.Unmap(w.ptr(start), w.bytes(n)); err != nil {
 			return fmt.Errorf("unmap %d bytes at %#x: %w", w.bytes(n), uint64(w.ptr(start)), err)
 		}
 		return nil
@@ -350,6 +360,14 @@ func (w *Window) unbackRegion(start, n uint64, ch *chunk) error {
 		return err
 	}
 	defer resume()
+	return w.sinkBack(start, n, ch)
+}
+
+// sinkBack replaces the chunk mapped at granules [start, start+n) by the
+// sink; the session must be quiesced. On failure it maps the chunk back if it
+// can (else the window is broken). Caller holds w.mu.
+func (w *Window) sinkBack(start, n uint64, ch *chunk) error {
+	dev := w.m.dev
 	if err := dev.Unmap(w.ptr(start), w.bytes(n)); err != nil {
 		return fmt.Errorf("unmap %d bytes at %#x: %w", w.bytes(n), uint64(w.ptr(start)), err)
 	}
@@ -388,6 +406,11 @@ func (w *Window) unmapSinks() error {
 // place takes n granules of free address space and maps ch there. Caller
 // holds w.mu.
 func (w *Window) place(n uint64, ch *chunk) (*region, error) {
+	if w.m.swap != nil && w.footprint+w.bytes(n) > w.m.limit-w.m.gran*w.m.sinkGran {
+		// The session could never be resident: all it maps must fit at once.
+		return nil, fmt.Errorf("window %d would map %d bytes, more than fit the device limit of %d beside the sink: %w",
+			w.id, w.footprint+w.bytes(n), w.m.limit, ErrOutOfMemory)
+	}
 	i := w.free.firstFit(n)
 	if i < 0 {
 		return nil, fmt.Errorf("window %d has no free range of %d bytes (largest %d): %w", w.id, w.bytes(n), w.bytes(w.free.largest()), ErrOutOfMemory)
@@ -400,22 +423,37 @@ func (w *Window) place(n uint64, ch *chunk) (*region, error) {
 	r := &region{start: start, n: n, ch: ch}
 	k := sort.Search(len(w.regions), func(k int) bool { return w.regions[k].start >= start })
 	w.regions = slices.Insert(w.regions, k, r)
+	w.footprint += w.bytes(n)
 	return r, nil
 }
 
 // unplace unmaps region r and returns its address space. Caller holds w.mu.
 func (w *Window) unplace(r *region) error {
-	if err := w.unbackRegion(r.start, r.n, r.ch); err != nil {
+	if err := w.unback(r); err != nil {
 		return err
 	}
 	w.dropRegion(r)
 	return nil
 }
 
+// unback unmaps region r's chunk, sink-backing its granules; an evicted
+// region is sink-backed already and only stops counting as evicted (which
+// may make the window resident again). Caller holds w.mu.
+func (w *Window) unback(r *region) error {
+	if r.evicted {
+		if rel := w.markResident(r); rel != nil {
+			rel()
+		}
+		return nil
+	}
+	return w.unbackRegion(r.start, r.n, r.ch)
+}
+
 func (w *Window) dropRegion(r *region) {
 	k := sort.Search(len(w.regions), func(k int) bool { return w.regions[k].start >= r.start })
 	if k < len(w.regions) && w.regions[k] == r {
 		w.regions = slices.Delete(w.regions, k, k+1)
+		w.footprint -= w.bytes(r.n)
 	}
 	w.free.put(r.start, r.n)
 }
@@ -495,7 +533,7 @@ func (w *Window) Close() error {
 			w.t.uncharge(a.charge)
 		}
 		s.allocs = nil
-		if err := w.unbackRegion(s.region.start, s.region.n, s.region.ch); err != nil {
+		if err := w.unback(s.region); err != nil {
 			errs = append(errs, err)
 			continue // leaked rather than reused while perhaps mapped
 		}
@@ -507,7 +545,13 @@ func (w *Window) Close() error {
 	w.guard = 0
 	w.hi.Store(uint64(w.base))
 	leftover := len(w.regions)
+	hold := w.swapHold
+	w.swapHold, w.evicted = nil, 0
+	w.nonResident.Store(false)
 	w.mu.Unlock()
+	if hold != nil {
+		hold()
+	}
 
 	for _, c := range give {
 		errs = append(errs, w.m.putChunk(c))
@@ -534,21 +578,30 @@ func (w *Window) appendCandidates(out []Candidate) []Candidate {
 	defer w.mu.RUnlock()
 	wl := w.lastUse.Load()
 	for _, r := range w.regions {
-		if r.alloc != nil && r.alloc.src != nil {
-			continue // an attachment: its chunk belongs to the owner's window
+		if r.evicted || r.alloc != nil && r.alloc.src != nil {
+			continue // evicted, or an attachment: its chunk belongs to the owner's window
 		}
-		c := Candidate{
-			Tenant:  w.t.name,
-			Window:  w.id,
-			Ptr:     w.ptr(r.start),
-			Bytes:   r.ch.size,
-			LastUse: max(wl, r.ch.lastUse.Load()),
-			Slab:    r.slab != nil,
-		}
-		if r.alloc != nil {
-			c.Shared = r.alloc.sh.attached.Load() > 0
-		}
-		out = append(out, c)
+		out = append(out, w.candidate(r, wl))
 	}
 	return out
+}
+
+// candidate describes region r, a slab or an allocation of w's own, as an
+// eviction candidate. Caller holds w.mu.
+func (w *Window) candidate(r *region, windowUse uint64) Candidate {
+	c := Candidate{
+		Tenant:   w.t.name,
+		Priority: w.t.Priority(),
+		Window:   w.id,
+		Ptr:      w.ptr(r.start),
+		Bytes:    r.ch.size,
+		LastUse:  max(windowUse, r.ch.lastUse.Load()),
+		Slab:     r.slab != nil,
+		w:        w,
+		r:        r,
+	}
+	if r.alloc != nil {
+		c.Shared = r.alloc.sh.attached.Load() > 0
+	}
+	return c
 }

@@ -1,0 +1,728 @@
+package mem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gpuos/gpuos/internal/backend"
+)
+
+// SwapKind says which way a SwapEvent moved a chunk.
+type SwapKind uint8
+
+const (
+	// SwapOut: the chunk was copied to host memory and unmapped (evicted).
+	SwapOut SwapKind = iota + 1
+	// SwapIn: the chunk was mapped back at the same addresses and its data
+	// copied back.
+	SwapIn
+)
+
+func (k SwapKind) String() string {
+	switch k {
+	case SwapOut:
+		return "evict"
+	case SwapIn:
+		return "swap-in"
+	}
+	return fmt.Sprintf("swap(%d)", uint8(k))
+}
+
+// SwapEvent reports one chunk moved out of or back into device memory
+// (Options.OnSwap), for the audit log and per-tenant counters.
+type SwapEvent struct {
+	Kind   SwapKind
+	Tenant string            // the chunk's owner
+	Window uint64            // its owner window
+	Ptr    backend.DevicePtr // its address in the owner window
+	Bytes  uint64
+	// Windows lists every window the chunk is mapped in (the owner's first).
+	// After a SwapOut each of them is non-resident: the driver must keep its
+	// session's work from the device until Window.MakeResident.
+	Windows []*Window
+	// Duration is how long the move took (for a SwapIn, until its copy was
+	// enqueued: swap-ins of one MakeResident share one wait at the end).
+	Duration time.Duration
+	// Why is the pressure that caused an eviction.
+	Why Pressure
+}
+
+// errGone: a candidate changed (freed, evicted, its window closing) between
+// being listed and being evicted; the caller moves on to the next.
+var errGone = errors.New("eviction candidate is gone")
+
+// pressure is a request for device memory that may evict.
+type pressure struct {
+	p Pressure
+	// locked: the caller holds m.evictMu (a swap-in); it cannot wait for
+	// protections to expire, since it would have to let go of what it holds.
+	locked bool
+	// pin is the window whose chunks must not be evicted (the one being
+	// made resident), or nil.
+	pin *Window
+}
+
+// swapStreams returns the streams evictions and swap-ins copy on, creating
+// them on first use. Caller holds m.evictMu.
+func (m *Manager) swapStreams() (out, in backend.Stream, err error) {
+	if m.outStream == nil {
+		if m.outStream, err = m.dev.NewStream(0); err != nil {
+			return nil, nil, fmt.Errorf("create eviction stream: %w", err)
+		}
+	}
+	if m.inStream == nil {
+		if m.inStream, err = m.dev.NewStream(0); err != nil {
+			return nil, nil, fmt.Errorf("create swap-in stream: %w", err)
+		}
+	}
+	return m.outStream, m.inStream, nil
+}
+
+// makeRoom evicts chunks until size bytes fit under the device limit, and
+// returns a pooled chunk of that size or reserves the bytes (reserved true).
+// Caller holds m.evictMu unless pr.locked is false, in which case makeRoom
+// takes it (and lets go of it while it waits for protections to expire).
+func (m *Manager) makeRoom(size uint64, pr *pressure) (c *chunk, err error) {
+	if !pr.locked {
+		m.evictMu.Lock()
+		defer func() { m.evictMu.Unlock() }()
+	}
+	var waited time.Duration
+	for {
+		c, reserved, err := m.takeOrReserve(size)
+		if err != nil || c != nil || reserved {
+			return c, err
+		}
+		m.mu.Lock()
+		need := m.physical + size - m.limit
+		m.mu.Unlock()
+		cands, wait, listed := m.victimCandidates(pr.pin)
+		if len(cands) == 0 {
+			if wait <= 0 {
+				// Memory no window lists is in transit (chunks being created
+				// or released by allocations, frees and closes that run now):
+				// it comes back shortly. Anything else cannot be evicted.
+				m.mu.Lock()
+				transit := m.physical - min(m.physical, m.pooled+m.gran*m.sinkGran+listed)
+				m.mu.Unlock()
+				if transit == 0 || !pr.locked && waited >= maxTransitWait {
+					return nil, fmt.Errorf("%d bytes more would pass the device limit of %d and nothing can be evicted: %w", size, m.limit, ErrOutOfMemory)
+				}
+				wait = time.Millisecond
+				waited += wait
+			}
+			if pr.locked {
+				return nil, fmt.Errorf("need %d bytes: %w", size, ErrBusy)
+			}
+			m.evictMu.Unlock()
+			time.Sleep(wait)
+			m.evictMu.Lock()
+			continue
+		}
+		p := pr.p
+		p.Need = need
+		order := m.choose(p, cands)
+		evicted := false
+		for _, i := range order {
+			err := m.evictChunk(cands[i], p)
+			switch {
+			case errors.Is(err, errGone):
+				continue
+			case err != nil:
+				return nil, fmt.Errorf("evict for %d bytes: %w", size, err)
+			}
+			evicted = true
+			if c, reserved, err := m.takeOrReserve(size); err != nil || c != nil || reserved {
+				return c, err
+			}
+		}
+		if !evicted && len(cands) > 0 {
+			// Every chosen candidate vanished meanwhile; list again.
+			continue
+		}
+	}
+}
+
+// takeOrReserve takes a pooled chunk of exactly size bytes, or reserves size
+// bytes of the device limit (trimming the pool if needed).
+func (m *Manager) takeOrReserve(size uint64) (c *chunk, reserved bool, err error) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, false, ErrClosed
+	}
+	if l := m.pool[size]; len(l) > 0 {
+		c = l[len(l)-1]
+		m.pool[size] = l[:len(l)-1]
+		m.pooled -= size
+		m.mu.Unlock()
+		return c, false, nil
+	}
+	trimmed := m.trimLocked(size)
+	if m.physical+size <= m.limit && m.physical+size >= m.physical {
+		m.physical += size
+		reserved = true
+	}
+	m.mu.Unlock()
+	m.release(trimmed)
+	return nil, reserved, nil
+}
+
+// choose asks the chooser for victims, falling back to the built-in choice
+// when it fails or answers nonsense.
+func (m *Manager) choose(p Pressure, cands []Candidate) []int {
+	pub := make([]Candidate, len(cands))
+	for i, c := range cands {
+		c.w, c.r = nil, nil // the chooser sees only the public fields
+		pub[i] = c
+	}
+	idx, err := m.chooser.ChooseVictims(p, pub)
+	if err == nil {
+		err = validVictims(idx, len(cands))
+	}
+	if err != nil {
+		m.chooserFallbacks.Add(1)
+		idx, _ = LowestPriorityLRU{}.ChooseVictims(p, pub)
+	}
+	return idx
+}
+
+// maxTransitWait bounds how long an allocation waits for memory in transit
+// (see makeRoom) before it is out of memory.
+const maxTransitWait = time.Second
+
+// victimCandidates lists the chunks that may be evicted now: those backing
+// allocations and slabs of open windows, resident, not mapped in pin, and not
+// protected (made resident less than MinResidency ago). If protected chunks
+// were left out, wait is how long until the first protection ends. listed
+// is the bytes of every resident chunk the open windows hold, candidates or not.
+func (m *Manager) victimCandidates(pin *Window) (out []Candidate, wait time.Duration, listed uint64) {
+	pinned := map[*chunk]bool{}
+	if pin != nil {
+		pin.mu.RLock()
+		for _, r := range pin.regions {
+			pinned[r.ch] = true
+		}
+		pin.mu.RUnlock()
+	}
+	now := time.Now().UnixNano()
+	var earliest int64
+	for _, w := range m.openWindows() {
+		w.mu.RLock()
+		if w.closed || w.closing || w.broken != nil {
+			w.mu.RUnlock()
+			continue
+		}
+		wl := w.lastUse.Load()
+		for _, r := range w.regions {
+			if r.evicted || r.alloc != nil && r.alloc.src != nil {
+				continue
+			}
+			listed += r.ch.size
+			if pinned[r.ch] {
+				continue
+			}
+			if until := r.ch.protectUntil.Load(); until > now {
+				if earliest == 0 || until < earliest {
+					earliest = until
+				}
+				continue
+			}
+			out = append(out, w.candidate(r, wl))
+		}
+		w.mu.RUnlock()
+	}
+	sortCandidates(out)
+	if earliest != 0 {
+		wait = time.Duration(earliest - now)
+	}
+	return out, wait, listed
+}
+
+// evictChunk evicts the chunk behind cd. Caller holds m.evictMu.
+func (m *Manager) evictChunk(cd Candidate, why Pressure) error {
+	start := time.Now()
+	var ev SwapEvent
+	var err error
+	if cd.r.alloc == nil {
+		ev, err = m.evictSlab(cd.w, cd.r)
+	} else {
+		ev, err = m.evictShared(cd.r.alloc)
+	}
+	if err != nil {
+		return err
+	}
+	ev.Kind, ev.Why, ev.Duration = SwapOut, why, time.Since(start)
+	m.evictions.Add(1)
+	m.evictedBytes.Add(ev.Bytes)
+	m.evictNs.Add(uint64(ev.Duration))
+	if t := ev.Windows[0].t; t != nil {
+		t.evictions.Add(1)
+		t.swapped.Add(ev.Bytes)
+	}
+	if m.onSwap != nil {
+		m.onSwap(ev)
+	}
+	return nil
+}
+
+// evictSlab evicts a slab's chunk, holding its window's lock throughout
+// (sub-allocations come and go under it).
+func (m *Manager) evictSlab(w *Window, r *region) (SwapEvent, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.closing || w.broken != nil || r.evicted || w.regionAt(r.start) != r {
+		return SwapEvent{}, errGone
+	}
+	resume, err := w.quiesce()
+	if err != nil {
+		return SwapEvent{}, err
+	}
+	slot, err := m.copyOut(w.ptr(r.start), r.ch.size)
+	if err != nil {
+		resume()
+		return SwapEvent{}, err
+	}
+	if err := w.sinkBack(r.start, r.n, r.ch); err != nil {
+		resume()
+		m.swap.release(slot)
+		return SwapEvent{}, err
+	}
+	w.markEvicted(r, resume)
+	old := r.ch.c
+	r.ch.c = nil
+	r.ch.slot.Store(slot)
+	m.dropPhysical(old, r.ch)
+	return SwapEvent{Tenant: w.t.name, Window: w.id, Ptr: w.ptr(r.start), Bytes: r.ch.size, Windows: []*Window{w}}, nil
+}
+
+// mapping is one place a chunk is mapped.
+type mapping struct {
+	w *Window
+	r *region
+}
+
+// mappingsLocked lists where src's chunk is mapped: its own window first,
+// then its attachments. Caller holds src.sh.mu.
+func (src *Allocation) mappingsLocked() []mapping {
+	out := []mapping{{src.w, src.region}}
+	for att := range src.sh.receivers {
+		out = append(out, mapping{att.w, att.region})
+	}
+	return out
+}
+
+// evictShared evicts the chunk of an allocation with a chunk of its own,
+// from its window and every window it is attached in.
+func (m *Manager) evictShared(src *Allocation) (SwapEvent, error) {
+	sh := src.sh
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if src.state != stateLive || src.region == nil || src.region.ch.slot.Load() != nil {
+		return SwapEvent{}, errGone
+	}
+	ch := src.region.ch
+	maps := src.mappingsLocked()
+	resumes := make([]func(), len(maps))
+	releaseAll := func() {
+		for i, r := range resumes {
+			if r != nil {
+				r()
+				resumes[i] = nil
+			}
+		}
+	}
+	for i, mp := range maps {
+		mp.w.mu.Lock()
+		var err error
+		if mp.w.closing || mp.w.broken != nil || mp.r.evicted {
+			err = errGone
+		} else {
+			resumes[i], err = mp.w.quiesce()
+		}
+		mp.w.mu.Unlock()
+		if err != nil {
+			releaseAll()
+			return SwapEvent{}, err
+		}
+	}
+	owner := maps[0]
+	slot, err := m.copyOut(owner.w.ptr(owner.r.start), ch.size)
+	if err != nil {
+		releaseAll()
+		return SwapEvent{}, err
+	}
+	for i, mp := range maps {
+		mp.w.mu.Lock()
+		err := mp.w.sinkBack(mp.r.start, mp.r.n, ch)
+		if err == nil {
+			mp.w.markEvicted(mp.r, resumes[i])
+			resumes[i] = nil
+		}
+		mp.w.mu.Unlock()
+		if err == nil {
+			continue
+		}
+		// Put the chunk back where it was already taken away.
+		errs := []error{err}
+		for _, done := range maps[:i] {
+			done.w.mu.Lock()
+			if berr := done.w.backRegion(done.r.start, done.r.n, ch); berr != nil {
+				errs = append(errs, berr)
+			} else if rel := done.w.markResident(done.r); rel != nil {
+				rel()
+			}
+			done.w.mu.Unlock()
+		}
+		releaseAll()
+		m.swap.release(slot)
+		return SwapEvent{}, errors.Join(errs...)
+	}
+	old := ch.c
+	ch.c = nil
+	ch.slot.Store(slot)
+	m.dropPhysical(old, ch)
+	ev := SwapEvent{Tenant: owner.w.t.name, Window: owner.w.id, Ptr: owner.w.ptr(owner.r.start), Bytes: ch.size}
+	for _, mp := range maps {
+		ev.Windows = append(ev.Windows, mp.w)
+	}
+	return ev, nil
+}
+
+// copyOut copies size bytes at ptr to a new swap slot and waits for it.
+// Caller holds m.evictMu.
+func (m *Manager) copyOut(ptr backend.DevicePtr, size uint64) (*swapSlot, error) {
+	slot, err := m.swap.alloc(size)
+	if err != nil && len(m.pendingSlots) > 0 {
+		// Slots of swap-ins in flight are about to come back.
+		if ferr := m.finishSwapIns(); ferr != nil {
+			return nil, ferr
+		}
+		slot, err = m.swap.alloc(size)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := m.swapStreams()
+	if err == nil {
+		var off uint64
+		for _, p := range slot.pieces {
+			n := min(uint64(len(p.Bytes())), size-off)
+			if err = out.CopyDtoH(p.Bytes()[:n], ptr+backend.DevicePtr(off)); err != nil {
+				break
+			}
+			off += n
+		}
+	}
+	if err == nil {
+		err = out.Synchronize()
+	}
+	if err != nil {
+		m.swap.release(slot)
+		return nil, fmt.Errorf("copy %d bytes at %#x to host: %w", size, uint64(ptr), err)
+	}
+	return slot, nil
+}
+
+// dropPhysical gives the backend chunk an evicted chunk had back to the pool
+// (or the device): it holds the data of ch's tenant.
+func (m *Manager) dropPhysical(old backend.Chunk, ch *chunk) {
+	if err := m.putChunk(&chunk{c: old, size: ch.size, tenant: ch.tenant}); err != nil {
+		m.releaseErrors.Add(1)
+	}
+}
+
+// swapInRegion brings back the evicted chunk behind region r of window w: a
+// chunk is mapped at the same addresses in every window that maps it and the
+// data copy is enqueued on the swap-in stream. The copy is waited for, and
+// the windows that became resident are resumed, by finishSwapIns. Caller
+// holds m.evictMu.
+func (m *Manager) swapInRegion(w *Window, r *region, pr *pressure) error {
+	start := time.Now()
+	ch := r.ch
+	if ch.slot.Load() == nil {
+		return errGone
+	}
+	owner := ch.owner
+	nc, err := m.getChunk(ch.size, owner.t, pr)
+	if err != nil {
+		return err
+	}
+	// The new chunk is written whole from the slot: no scrub is needed.
+	var maps []mapping
+	var unlock func()
+	if r.alloc == nil {
+		w.mu.Lock()
+		unlock = w.mu.Unlock
+		if !r.evicted || w.regionAt(r.start) != r || w.closing {
+			unlock()
+			m.putChunk(nc)
+			return errGone
+		}
+		maps = []mapping{{w, r}}
+	} else {
+		src := r.alloc
+		if src.src != nil {
+			src = src.src
+		}
+		src.sh.mu.Lock()
+		unlock = src.sh.mu.Unlock
+		if src.state != stateLive || ch.slot.Load() == nil {
+			unlock()
+			m.putChunk(nc)
+			return errGone
+		}
+		maps = src.mappingsLocked()
+	}
+	defer unlock()
+	slot := ch.slot.Load()
+	ch.c = nc.c
+	lock := func(x *Window) {
+		if r.alloc != nil {
+			x.mu.Lock()
+		}
+	}
+	unlockW := func(x *Window) {
+		if r.alloc != nil {
+			x.mu.Unlock()
+		}
+	}
+	var done []mapping
+	fail := func(err error) error {
+		errs := []error{err}
+		for _, d := range done {
+			lock(d.w)
+			if serr := d.w.sinkBack(d.r.start, d.r.n, ch); serr != nil {
+				errs = append(errs, serr)
+				d.w.broken = serr
+			}
+			unlockW(d.w)
+		}
+		ch.c = nil
+		if m.inStream != nil {
+			// A copy into nc may be in flight; it must land before nc is reused.
+			if serr := m.inStream.Synchronize(); serr != nil {
+				errs = append(errs, serr)
+			}
+		}
+		m.putChunk(nc)
+		return errors.Join(errs...)
+	}
+	for i, mp := range maps {
+		lock(mp.w)
+		if !mp.r.evicted {
+			unlockW(mp.w)
+			return fail(fmt.Errorf("window %d maps an evicted chunk as resident: %w", mp.w.id, ErrInvalidArgument))
+		}
+		err := mp.w.backRegion(mp.r.start, mp.r.n, ch)
+		if err == nil {
+			done = append(done, mp)
+		}
+		unlockW(mp.w)
+		if err != nil {
+			return fail(err)
+		}
+		if i == 0 {
+			if err := m.copyIn(slot, mp.w.ptr(mp.r.start)); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	for _, mp := range maps {
+		lock(mp.w)
+		if rel := mp.w.markResident(mp.r); rel != nil {
+			m.pendingResume = append(m.pendingResume, rel)
+		}
+		unlockW(mp.w)
+	}
+	ch.slot.Store(nil)
+	m.pendingSlots = append(m.pendingSlots, slot)
+	ch.lastUse.Store(m.stamp())
+	if m.minResidency > 0 {
+		ch.protectUntil.Store(time.Now().Add(m.minResidency).UnixNano())
+	}
+	ev := SwapEvent{Kind: SwapIn, Tenant: owner.t.name, Window: owner.id, Ptr: maps[0].w.ptr(maps[0].r.start),
+		Bytes: ch.size, Duration: time.Since(start), Why: pr.p}
+	for _, mp := range maps {
+		ev.Windows = append(ev.Windows, mp.w)
+	}
+	m.swapIns.Add(1)
+	m.swappedInBytes.Add(ch.size)
+	owner.t.swapped.Add(-ch.size)
+	owner.t.swapIns.Add(1)
+	m.pendingEvents = append(m.pendingEvents, ev)
+	return nil
+}
+
+// copyIn enqueues the copy of a slot to ptr on the swap-in stream.
+func (m *Manager) copyIn(slot *swapSlot, ptr backend.DevicePtr) error {
+	_, in, err := m.swapStreams()
+	if err != nil {
+		return err
+	}
+	var off uint64
+	for _, p := range slot.pieces {
+		n := min(uint64(len(p.Bytes())), slot.size-off)
+		if err := in.CopyHtoD(ptr+backend.DevicePtr(off), p.Bytes()[:n]); err != nil {
+			return fmt.Errorf("copy %d bytes back to %#x: %w", slot.size, uint64(ptr), err)
+		}
+		off += n
+	}
+	return nil
+}
+
+// finishSwapIns waits for the swap-in copies enqueued so far, frees their
+// slots and resumes the windows they made resident. Caller holds m.evictMu.
+func (m *Manager) finishSwapIns() error {
+	if len(m.pendingSlots) == 0 && len(m.pendingResume) == 0 {
+		return nil
+	}
+	start := time.Now()
+	var err error
+	if m.inStream != nil {
+		if err = m.inStream.Synchronize(); err != nil {
+			err = fmt.Errorf("wait for swap-in copies: %w", err)
+		}
+	}
+	m.swapInNs.Add(uint64(time.Since(start)))
+	for _, s := range m.pendingSlots {
+		m.swap.release(s)
+	}
+	for _, rel := range m.pendingResume {
+		rel()
+	}
+	evs := m.pendingEvents
+	m.pendingSlots, m.pendingResume, m.pendingEvents = nil, nil, nil
+	for _, ev := range evs {
+		m.swapInNs.Add(uint64(ev.Duration))
+		if m.onSwap != nil {
+			m.onSwap(ev)
+		}
+	}
+	return err
+}
+
+// Resident reports whether every chunk the window maps is in device memory,
+// so its session's work may be dispatched. It takes no lock.
+func (w *Window) Resident() bool { return !w.nonResident.Load() }
+
+// MakeResident maps every evicted chunk the window reaches (its own, its
+// slabs', those it has attached) back at the same addresses, evicting other
+// chunks if device memory is short, and returns once their data is back and
+// the window is resumed (the quiesce taken when it was evicted is released).
+// Chunks made resident are protected from eviction for Options.MinResidency,
+// so the session gets to run before it can be evicted again; while only
+// protected chunks could make room, MakeResident waits for their protection
+// to end (or ctx).
+func (w *Window) MakeResident(ctx context.Context) error {
+	m := w.m
+	for w.nonResident.Load() {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("make window %d resident: %w", w.id, err)
+		}
+		err := m.makeResidentOnce(w)
+		if err == nil || !errors.Is(err, ErrBusy) {
+			return err
+		}
+		wait := m.minResidency / 4
+		if wait <= 0 {
+			wait = time.Millisecond
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("make window %d resident: %w", w.id, ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+func (m *Manager) makeResidentOnce(w *Window) (err error) {
+	m.evictMu.Lock()
+	defer m.evictMu.Unlock()
+	defer func() {
+		if ferr := m.finishSwapIns(); err == nil {
+			err = ferr
+		}
+	}()
+	pr := &pressure{p: Pressure{Tenant: w.t.name, Window: w.id, SwapIn: true}, locked: true, pin: w}
+	for {
+		w.mu.RLock()
+		if w.closed {
+			w.mu.RUnlock()
+			return fmt.Errorf("make window %d resident: %w", w.id, ErrWindowClosed)
+		}
+		var next *region
+		for _, r := range w.regions {
+			if r.evicted {
+				next = r
+				break
+			}
+		}
+		w.mu.RUnlock()
+		if next == nil {
+			return nil
+		}
+		if err := m.swapInRegion(w, next, pr); err != nil && !errors.Is(err, errGone) {
+			return fmt.Errorf("make window %d resident: %w", w.id, err)
+		}
+	}
+}
+
+// bringBack makes the evicted chunk of src resident (for Attach into w),
+// waiting while only protected chunks could make room.
+func (m *Manager) bringBack(src *Allocation, w *Window) error {
+	for {
+		err := m.bringBackOnce(src, w)
+		if !errors.Is(err, ErrBusy) {
+			return err
+		}
+		time.Sleep(max(m.minResidency/4, time.Millisecond))
+	}
+}
+
+func (m *Manager) bringBackOnce(src *Allocation, w *Window) error {
+	m.evictMu.Lock()
+	defer m.evictMu.Unlock()
+	err := m.swapInRegion(src.w, src.region, &pressure{p: Pressure{Tenant: w.t.name, Window: w.id}, locked: true})
+	if errors.Is(err, errGone) {
+		err = nil
+	}
+	return errors.Join(err, m.finishSwapIns())
+}
+
+// markEvicted records that region r's chunk was evicted. The window keeps
+// resume (the quiesce taken for the eviction) until it is resident again.
+// Caller holds w.mu.
+func (w *Window) markEvicted(r *region, resume func()) {
+	r.evicted = true
+	w.evicted++
+	w.nonResident.Store(true)
+	if w.swapHold == nil {
+		w.swapHold = resume
+	} else if resume != nil {
+		resume()
+	}
+}
+
+// markResident records that region r is mapped to a chunk again, or gone.
+// When the window has no evicted region left it returns the kept quiesce's
+// resume, for the caller to call once the data is in place. Caller holds w.mu.
+func (w *Window) markResident(r *region) func() {
+	if !r.evicted {
+		return nil
+	}
+	r.evicted = false
+	w.evicted--
+	if w.evicted > 0 {
+		return nil
+	}
+	w.nonResident.Store(false)
+	rel := w.swapHold
+	w.swapHold = nil
+	return rel
+}
