@@ -35,6 +35,9 @@ type Options struct {
 	// DeviceMemoryLimit caps the device memory gpuos uses (0 = all of it).
 	DeviceMemoryLimit uint64
 	Log               *slog.Logger
+	// Sched configures the scheduler (Device, TenantInFlight and OnEject are
+	// filled in by the driver).
+	Sched sched.Options
 }
 
 // Driver owns one device context and the sessions on it.
@@ -84,13 +87,19 @@ func New(opts Options) (*Driver, error) {
 		dev.Close()
 		return nil, fmt.Errorf("start memory manager: %w", err)
 	}
+	sch, err := newScheduler(dev, opts)
+	if err != nil {
+		mm.Close()
+		dev.Close()
+		return nil, fmt.Errorf("start scheduler: %w", err)
+	}
 	d := &Driver{
 		opts:     opts,
 		dev:      dev,
 		info:     dev.Info(),
 		mem:      mm,
 		caps:     cap.NewSpace(),
-		sched:    sched.New(sched.Options{Device: dev}),
+		sched:    sch,
 		staging:  newStagingPool(dev),
 		log:      opts.Log,
 		limits:   withDefaults(opts.Limits),

@@ -266,8 +266,7 @@ func (s *Session) createStream(m *v1.CreateStream) (v1.Message, error) {
 	if m.Flags&^1 != 0 { // CU_STREAM_NON_BLOCKING is the only flag
 		return nil, v1.Errorf(v1.CodeInvalidArgument, "unknown stream flags %#x", m.Flags)
 	}
-	least, greatest := s.d.dev.StreamPriorityRange()
-	prio := min(max(int(m.Priority), greatest), least) // CUDA clamps priorities into range
+	prio := s.d.streamPriority(s.tenant, int(m.Priority)) // clamped into range, as CUDA does; the tenant's class decides the extremes
 	if err := s.ledger.Charge(ledger.Streams, 1); err != nil {
 		return nil, err
 	}
@@ -313,6 +312,7 @@ func (s *Session) submit(ctx context.Context, c *sched.Command) error {
 func (s *Session) submitWait(ctx context.Context, c *sched.Command) error {
 	done := make(chan error, 1)
 	c.Done = func(err error) { done <- err }
+	c.Flags |= sched.Sync
 	if err := s.submit(ctx, c); err != nil {
 		return err
 	}
@@ -654,7 +654,7 @@ func (s *Session) recordFence(ctx context.Context, m *v1.RecordFence) (v1.Messag
 	if err != nil {
 		return nil, err
 	}
-	err = s.submit(ctx, &sched.Command{Kind: sched.Marker, Stream: so.st,
+	f.rec = &sched.Command{Kind: sched.Marker, Stream: so.st,
 		Issue: func() error {
 			err := so.st.Record(ev)
 			f.markIssued(err)
@@ -663,7 +663,8 @@ func (s *Session) recordFence(ctx context.Context, m *v1.RecordFence) (v1.Messag
 		Done: func(err error) {
 			f.markIssued(err) // dropped before issue: the fence fails rather than hangs
 			s.deferError(err)
-		}})
+		}}
+	err = s.submit(ctx, f.rec)
 	if err != nil {
 		f.markIssued(err)
 		return nil, err
@@ -680,9 +681,9 @@ func (s *Session) streamWaitFence(ctx context.Context, m *v1.StreamWaitFence) er
 	if err != nil {
 		return err
 	}
-	// The record was submitted earlier to the same queue, so it is issued
-	// before this wait is.
-	return s.submit(ctx, &sched.Command{Kind: sched.Marker, Stream: so.st,
+	// The record was submitted earlier to the same queue, maybe on another
+	// stream: naming it as After issues the wait only once the record is.
+	return s.submit(ctx, &sched.Command{Kind: sched.Marker, Stream: so.st, After: f.rec,
 		Issue: func() error { return so.st.WaitEvent(f.ev) }})
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/gpuos/gpuos/internal/backend"
 	"github.com/gpuos/gpuos/internal/cap"
 	"github.com/gpuos/gpuos/internal/mem"
+	"github.com/gpuos/gpuos/internal/sched"
 )
 
 // bufferObj is device memory in a session's window: an allocation the session
@@ -43,6 +44,7 @@ type streamObj struct {
 // scheduler, in order with the session's other work; until then it is pending.
 type fenceObj struct {
 	ev     backend.Event
+	rec    *sched.Command // the record: a wait for the fence is issued after it
 	issued chan struct{} // closed once the record was issued (or failed to be)
 	err    atomic.Pointer[error]
 	once   sync.Once

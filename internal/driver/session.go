@@ -68,14 +68,18 @@ func (d *Driver) newSession(p *v1.AttachSession, t *tenantState) (*Session, erro
 		globals: map[uint64]globalRange{},
 		state:   "active",
 	}
-	s.queue = d.sched.NewQueue(fmt.Sprintf("%s/%d", t.name, p.SessionID), sched.QueueParams{
-		Weight: t.weight, Priority: t.priority, InFlight: lim.InFlight, Depth: lim.QueueDepth})
+	if s.queue, err = d.sched.NewQueue(d.queueParams(s)); err != nil {
+		w.Close()
+		lg.Close()
+		cancel()
+		return nil, fmt.Errorf("open session queue: %w", err)
+	}
 	rights := cap.Rights(p.Rights&v1.AllSessionRights) | cap.AllBufferRights
 	if s.self, err = s.table.Insert(cap.KindSession, s, cap.Ref{}, rights, nil); err != nil {
 		s.teardown()
 		return nil, err
 	}
-	st, err := d.dev.NewStream(0)
+	st, err := d.dev.NewStream(d.streamPriority(t, 0))
 	if err != nil {
 		s.teardown()
 		return nil, fmt.Errorf("create default stream: %w", d.check(err))
@@ -195,7 +199,7 @@ func (s *Session) Stat() v1.SessionStat {
 		Rights: s.rights(), MemoryBytes: snap.Used[ledger.DeviceBytes], Buffers: uint32(snap.Used[ledger.Buffers]),
 		Programs: uint32(snap.Used[ledger.Programs]), Streams: uint32(snap.Used[ledger.Streams]),
 		Launches: s.launches.Load(), Copies: s.copies.Load(), CopyBytes: s.copyBytes.Load(),
-		InFlight: uint32(qs.InFlight), QueueDepth: uint32(qs.Queued), QueueDelayNs: uint64(qs.QueueDelay),
+		InFlight: uint32(qs.InFlight), QueueDepth: uint32(qs.Queued), QueueDelayNs: uint64(qs.QueueDelay), GPUTimeNs: uint64(qs.GPUTime),
 		Violations: uint32(s.violations.Load()), State: state,
 	}
 }

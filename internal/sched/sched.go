@@ -4,179 +4,538 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/backend"
 )
 
-// Errors returned by this package.
-var (
-	ErrClosed = v1.Errorf(v1.CodeRevoked, "queue closed")
-)
-
-// Kind classifies a command for policies: the GPU's compute and copy engines are
-// separate resources.
-type Kind uint8
-
-// Command kinds.
+// Defaults of Options.
 const (
-	Compute Kind = iota // kernels, memsets, device-to-device copies
-	Copy                // host-device copies
-	Marker              // fences and synchronisation points: no device time
+	DefaultPolicy         = "fair"
+	DefaultTenantInFlight = 64
+	DefaultLookahead      = 2 * time.Millisecond
+	DefaultCopyLookahead  = 16 << 20
+	DefaultSliceTarget    = time.Millisecond
+	DefaultHookDeadline   = 20 * time.Millisecond
+	DefaultStallTimeout   = 2 * time.Second
+	DefaultMaxHold        = 10 * time.Millisecond
+	DefaultTickInterval   = 10 * time.Millisecond
+	DefaultTrackEvery     = 16
+	DefaultFlushDelay     = 200 * time.Microsecond
 )
 
-// Command is one unit of work for a backend stream.
-type Command struct {
-	Kind   Kind
-	Stream backend.Stream
-	Bytes  uint64 // bytes moved, for copies
-	// Issue enqueues the work on Stream. It runs on the dispatcher goroutine and
-	// must not block.
-	Issue func() error
-	// Done, if set, runs once the work has completed on the device, or failed to
-	// issue, with the error. It runs on a scheduler goroutine and must not block.
-	Done func(error)
+// minInFlight commands per engine are always allowed, whatever the lookahead
+// estimate says, so the device never idles for want of a decision.
+const minInFlight = 2
 
-	queued time.Time
-}
+// Per-command tracking threshold: work at least this costly gets its own
+// completion event (the event costs nothing next to it).
+const (
+	trackComputeNs = 20_000
+	trackCopyBytes = 1 << 20
+)
 
-// QueueParams configure a tenant's queue.
-type QueueParams struct {
-	Weight     int // compute share weight (>= 1)
-	CopyWeight int // copy share weight (>= 1)
-	Priority   int // class: higher runs first under the priority policy
-	InFlight   int // commands issued and not yet complete (>= 1)
-	Depth      int // commands waiting to be issued (>= 1)
-}
-
-// Stats are a queue's counters.
-type Stats struct {
-	Submitted, Completed uint64
-	Queued, InFlight     int
-	QueueDelay           time.Duration // total time commands waited before issue
-	Errors               uint64
-}
-
-// Options configure a Scheduler.
+// Options configure a Scheduler. A zero field takes its default.
 type Options struct {
-	// Device creates the events that track completion.
+	// Device creates the events that track completion and time work.
 	Device backend.Device
+	// Policy is the policy active at start (default "fair").
+	Policy string
+	// Fallback is the built-in policy that replaces a misbehaving one
+	// (default "fair").
+	Fallback string
+	// TenantInFlight bounds each tenant's issued, incomplete commands (or
+	// slices) per engine (default 64).
+	TenantInFlight int
+	// Lookahead bounds the estimated GPU time issued to the compute engine and
+	// not yet complete, all tenants together (default 2 ms), so the policy
+	// decides late and newly arrived urgent work waits for little.
+	Lookahead time.Duration
+	// CopyLookahead is the same bound for copies, in bytes (default 16 MiB).
+	CopyLookahead uint64
+	// SliceTarget is the length of a slice when a policy asks for slicing
+	// without naming a quantum (default 1 ms); negative disables slicing.
+	SliceTarget time.Duration
+	// HookDeadline bounds one hook call of a policy that is not built in
+	// (default 20 ms): an overrun ejects it, and an Interrupter is
+	// interrupted once the deadline passes.
+	HookDeadline time.Duration
+	// StallTimeout ejects a policy that leaves an engine idle while work is
+	// ready for this long (default 2 s).
+	StallTimeout time.Duration
+	// MaxHold bounds Choice.Hold (default 10 ms).
+	MaxHold time.Duration
+	// TickInterval is the period of OnTick while there is work (default 10 ms).
+	TickInterval time.Duration
+	// TrackEvery bounds how many small commands of one stream share one
+	// completion event (default 16).
+	TrackEvery int
+	// FlushDelay bounds how long issued commands may go untracked (default
+	// 200 µs).
+	FlushDelay time.Duration
+	// OnEject, if set, is told (on its own goroutine) when a policy is
+	// replaced for misbehaving.
+	OnEject func(policy string, err error)
+	// Clock, if set, replaces the wall clock (tests).
+	Clock func() time.Duration
 }
 
-// Scheduler dispatches the commands of all queues of one device.
-type Scheduler struct {
-	dev backend.Device
-
-	mu      sync.Mutex
-	wake    *sync.Cond // dispatcher: work or room may be available
-	room    *sync.Cond // submitters: a queue may have room
-	queues  []*Queue
-	next    int // round-robin cursor
-	closed  bool
-	done    chan struct{}
-	events  []backend.Event // pool
-	waiters map[backend.Stream]chan completion
+func (o Options) withDefaults() Options {
+	if o.Policy == "" {
+		o.Policy = DefaultPolicy
+	}
+	if o.Fallback == "" {
+		o.Fallback = DefaultPolicy
+	}
+	if o.TenantInFlight <= 0 {
+		o.TenantInFlight = DefaultTenantInFlight
+	}
+	if o.Lookahead <= 0 {
+		o.Lookahead = DefaultLookahead
+	}
+	if o.CopyLookahead == 0 {
+		o.CopyLookahead = DefaultCopyLookahead
+	}
+	if o.SliceTarget == 0 {
+		o.SliceTarget = DefaultSliceTarget
+	}
+	if o.HookDeadline <= 0 {
+		o.HookDeadline = DefaultHookDeadline
+	}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = DefaultStallTimeout
+	}
+	if o.MaxHold <= 0 {
+		o.MaxHold = DefaultMaxHold
+	}
+	if o.TickInterval <= 0 {
+		o.TickInterval = DefaultTickInterval
+	}
+	if o.TrackEvery <= 0 {
+		o.TrackEvery = DefaultTrackEvery
+	}
+	if o.FlushDelay <= 0 {
+		o.FlushDelay = DefaultFlushDelay
+	}
+	return o
 }
 
-type completion struct {
-	ev  backend.Event
-	cmd *Command
-	q   *Queue
+// Share is a tenant's virtual GPU: its weights on the compute and copy
+// engines, its memory share and its class.
+type Share struct {
+	Compute int    // compute weight, >= 1
+	Copy    int    // copy-bandwidth weight, >= 1
+	Memory  uint64 // memory share (quota) in bytes; 0: none
+	Class   Class
+	// ClassSet: Class was configured. Otherwise the tenant's class is the
+	// highest class of its open sessions (each from its process's nice value).
+	ClassSet bool
 }
 
-// New starts a scheduler.
-func New(opts Options) *Scheduler {
-	s := &Scheduler{dev: opts.Device, done: make(chan struct{}), waiters: map[backend.Stream]chan completion{}}
-	s.wake = sync.NewCond(&s.mu)
-	s.room = sync.NewCond(&s.mu)
-	go s.dispatch()
-	return s
-}
-
-// Queue is one tenant's (or session's) command queue.
-type Queue struct {
-	s      *Scheduler
-	name   string
-	params QueueParams
-	cmds   []*Command
-	head   int
-	closed bool
-	stats  Stats
-	idle   *sync.Cond // signalled when queued and in-flight both reach zero
-}
-
-// NewQueue adds a queue.
-func (s *Scheduler) NewQueue(name string, p QueueParams) *Queue {
-	if p.Weight < 1 {
-		p.Weight = 1
+func (sh Share) check() error {
+	if sh.Compute < 1 || sh.Copy < 1 || sh.Compute > 1<<20 || sh.Copy > 1<<20 {
+		return fmt.Errorf("%w: weights compute=%d copy=%d (want 1..%d)", ErrInvalidShare, sh.Compute, sh.Copy, 1<<20)
 	}
-	if p.CopyWeight < 1 {
-		p.CopyWeight = p.Weight
+	if sh.Class < ClassLow || sh.Class > ClassHigh {
+		return fmt.Errorf("%w: class %d", ErrInvalidShare, sh.Class)
 	}
-	if p.InFlight < 1 {
-		p.InFlight = 1
-	}
-	if p.Depth < 1 {
-		p.Depth = 1
-	}
-	q := &Queue{s: s, name: name, params: p}
-	q.idle = sync.NewCond(&s.mu)
-	s.mu.Lock()
-	s.queues = append(s.queues, q)
-	s.mu.Unlock()
-	return q
-}
-
-func (q *Queue) queued() int { return len(q.cmds) - q.head }
-
-// Submit appends c, blocking while the queue is full. It fails if the queue or
-// scheduler closes or ctx ends first.
-func (q *Queue) Submit(ctx context.Context, c *Command) error {
-	s := q.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if q.queued() >= q.params.Depth && ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, func() {
-			s.mu.Lock()
-			s.room.Broadcast()
-			s.mu.Unlock()
-		})
-		defer stop()
-	}
-	for q.queued() >= q.params.Depth && !q.closed && !s.closed && ctx.Err() == nil {
-		s.room.Wait()
-	}
-	switch {
-	case q.closed || s.closed:
-		return ErrClosed
-	case ctx.Err() != nil:
-		return fmt.Errorf("submit: %w", ctx.Err())
-	}
-	c.queued = time.Now()
-	if q.head > 0 && q.head == len(q.cmds) {
-		q.cmds, q.head = q.cmds[:0], 0
-	}
-	q.cmds = append(q.cmds, c)
-	q.stats.Submitted++
-	s.wake.Signal()
 	return nil
 }
 
+// Scheduler dispatches the commands of all queues of one device.
+//
+// There is no dedicated dispatcher on the hot path: whichever goroutine makes
+// progress possible — a submitter, a completion waiter, the background
+// goroutine — dispatches, one at a time (the dispatch token), calling the
+// backend without the lock held. A submitter dispatches at most a few
+// commands before handing the rest to the background goroutine.
+type Scheduler struct {
+	opts  Options
+	dev   backend.Device
+	epoch time.Time
+
+	mu       sync.Mutex
+	tenants  []*tenant
+	byName   map[string]*tenant
+	maps     map[string]*Map
+	eng      [NumEngines]engineState
+	seq      uint64
+	turn     Engine // engine to consider first in the next decision
+	closed   bool
+	host     Host
+	policies []*policyEntry
+	active   *policyEntry
+	fallback *policyEntry
+	rescue   *policyEntry // last resort if the fallback itself fails
+
+	dispatching bool // the dispatch token
+	again       bool // work arrived while the token was held
+	tails       []*streamQ
+	flushAll    bool
+	flushOlder  int64 // flush tails opened at or before this time
+	bgNext      int64 // when the background goroutine means to wake; -1: only when kicked
+	nextTick    int64
+	waiters     map[backend.Stream]*waiter
+	events      [2][]backend.Event // pools: untimed, timed
+	points      []*point
+	ready       [NumEngines][]TenantID
+
+	bgWake    chan struct{}
+	bgDone    chan struct{}
+	hookStart atomic.Int64 // when the running untrusted hook began; 0 if none
+	watch     atomic.Pointer[policyEntry]
+	watchStop chan struct{}
+}
+
+type policyEntry struct {
+	p       Policy
+	desc    string
+	builtin bool
+	ejected string
+}
+
+// engineState is the device-wide state of one engine.
+type engineState struct {
+	inflight     int   // parts issued and not complete
+	inflightCost int64 // their estimated charge
+	// Timed points in issue order, awaiting accounting (compute only).
+	acctHead, acctTail *point
+	prevEnd            backend.Event // end event of the last accounted point
+	held               bool          // the policy asked for nothing until the next event
+	holdUntil          int64         // and to be asked again at this time (0: no timer)
+	readySince         int64         // work ready, nothing in flight and nothing dispatched since; 0 if not
+	sliced             *Command      // a partly issued command last dispatched here
+}
+
+// tenant is one tenant's state.
+type tenant struct {
+	id     TenantID
+	name   string
+	share  Share
+	queues []*Queue
+	active []*streamQ // streams with queued commands
+	eng    [NumEngines]tenantEngine
+	head   [NumEngines]*streamQ // decision scratch: the stream whose head it would issue
+}
+
+type tenantEngine struct {
+	queued       int
+	inflight     int
+	usage        int64
+	avg          int64   // per-command charge estimate
+	recent       float64 // decayed recent usage
+	dispatched   uint64
+	delay        int64 // total queue delay, ns
+	completed    uint64
+	inflightCost int64
+}
+
+func (t *tenant) weight(e Engine) int {
+	if e == EngineCopy {
+		return t.share.Copy
+	}
+	return t.share.Compute
+}
+
+func (t *tenant) class() Class {
+	if t.share.ClassSet || len(t.queues) == 0 {
+		return t.share.Class
+	}
+	c := ClassLow
+	for _, q := range t.queues {
+		c = max(c, q.class)
+	}
+	return c
+}
+
+// New starts a scheduler with the built-in policies registered.
+func New(opts Options) (*Scheduler, error) {
+	opts = opts.withDefaults()
+	s := &Scheduler{
+		opts:    opts,
+		dev:     opts.Device,
+		epoch:   time.Now(),
+		byName:  map[string]*tenant{},
+		maps:    map[string]*Map{},
+		waiters: map[backend.Stream]*waiter{},
+		bgWake:  make(chan struct{}, 1),
+		bgDone:  make(chan struct{}),
+	}
+	s.host.s = s
+	s.flushOlder, s.bgNext = -1, -1
+	for _, b := range Builtins() {
+		s.policies = append(s.policies, &policyEntry{p: b.New(), desc: b.Description, builtin: true})
+	}
+	s.rescue = s.entry("fifo") // cannot fail: the last resort
+	s.fallback = s.entry(opts.Fallback)
+	if s.fallback == nil {
+		return nil, fmt.Errorf("fallback policy %q: %w", opts.Fallback, ErrNoPolicy)
+	}
+	s.active = s.entry(opts.Policy)
+	if s.active == nil {
+		return nil, fmt.Errorf("policy %q: %w", opts.Policy, ErrNoPolicy)
+	}
+	s.mu.Lock()
+	err := s.guard(s.active, func(p Policy) error { return p.Init(&s.host) })
+	s.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("start policy %s: %w", opts.Policy, err)
+	}
+	go s.background()
+	return s, nil
+}
+
+// now is the scheduler clock in ns.
+func (s *Scheduler) now() int64 {
+	if s.opts.Clock != nil {
+		return int64(s.opts.Clock())
+	}
+	return int64(time.Since(s.epoch))
+}
+
+func (s *Scheduler) entry(name string) *policyEntry {
+	for _, e := range s.policies {
+		if e.p.Name() == name {
+			return e
+		}
+	}
+	return nil
+}
+
+// tenantLocked returns the tenant with this name, creating it with share.
+func (s *Scheduler) tenantLocked(name string, share Share) *tenant {
+	if t, ok := s.byName[name]; ok {
+		return t
+	}
+	t := &tenant{id: TenantID(len(s.tenants)), name: name, share: share}
+	for e := range t.eng {
+		t.eng[e].avg = 10_000
+	}
+	s.tenants = append(s.tenants, t)
+	s.byName[name] = t
+	return t
+}
+
+// SetShare sets (or creates) a tenant's virtual GPU. It applies at once:
+// later decisions use the new weights and class.
+func (s *Scheduler) SetShare(name string, sh Share) error {
+	if err := sh.check(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tenantLocked(name, sh)
+	t.share = sh
+	s.runLocked(0)
+	return nil
+}
+
+// Share returns a tenant's share.
+func (s *Scheduler) Share(name string) (Share, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.byName[name]
+	if !ok {
+		return Share{}, false
+	}
+	return t.share, true
+}
+
+// TenantClass returns a tenant's effective class (ClassNormal if unknown).
+func (s *Scheduler) TenantClass(name string) Class {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.byName[name]; ok {
+		return t.class()
+	}
+	return ClassNormal
+}
+
+// QueueParams configure a session's queue.
+type QueueParams struct {
+	Tenant  string
+	Session uint64
+	PID     int32
+	// Class is the session's own class (from its process's nice value); it
+	// counts when the tenant's class is not configured.
+	Class Class
+	// Depth bounds the commands waiting in the queue (default 4096): Submit
+	// blocks beyond it, so a flooding client is slowed, not buffered.
+	Depth int
+	// Share is the tenant's share if the tenant does not exist yet.
+	Share Share
+}
+
+// Queue is one session's commands, in per-stream order.
+type Queue struct {
+	s       *Scheduler
+	t       *tenant
+	session uint64
+	pid     int32
+	class   Class
+	depth   int
+	streams map[backend.Stream]*streamQ
+	last    *streamQ
+	// Commands queued (not completely issued) and in flight (issued, at least
+	// partly, and not complete).
+	queued, inflight int
+	waiting          int // goroutines in Wait: track completions at once
+	holds            int // Hold (hold.go): while positive, nothing new of the queue is issued
+	closed           bool
+	room, idle       *sync.Cond
+	st               QueueStats
+}
+
+// QueueStats are a queue's counters.
+type QueueStats struct {
+	Submitted, Completed, Errors uint64
+	Queued, InFlight             int
+	QueueDelay                   time.Duration // total time commands waited before issue
+	GPUTime                      time.Duration // compute time charged
+	CopyBytes                    uint64        // copy bytes charged
+}
+
+// NewQueue opens a session's queue. The policy may refuse the session.
+func (s *Scheduler) NewQueue(p QueueParams) (*Queue, error) {
+	if p.Depth < 1 {
+		p.Depth = 4096
+	}
+	if p.Share.Compute < 1 {
+		p.Share.Compute = 1
+	}
+	if p.Share.Copy < 1 {
+		p.Share.Copy = p.Share.Compute
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	t := s.tenantLocked(p.Tenant, p.Share)
+	q := &Queue{s: s, t: t, session: p.Session, pid: p.PID, class: p.Class, depth: p.Depth,
+		streams: map[backend.Stream]*streamQ{}}
+	q.room = sync.NewCond(&s.mu)
+	q.idle = sync.NewCond(&s.mu)
+	t.queues = append(t.queues, q)
+	ev := SessionEvent{Tenant: t.id, Session: p.Session, PID: p.PID, Class: p.Class}
+	var refused error
+	for {
+		a := s.active
+		err := s.guard(a, func(pol Policy) error {
+			refused = pol.OnSessionOpen(&s.host, ev)
+			return nil
+		})
+		if err == nil || !s.ejectLocked(a, err) {
+			break
+		}
+	}
+	if refused != nil {
+		t.removeQueue(q)
+		return nil, fmt.Errorf("%w: %v", ErrRefused, refused)
+	}
+	return q, nil
+}
+
+func (t *tenant) removeQueue(q *Queue) {
+	for i, x := range t.queues {
+		if x == q {
+			t.queues = append(t.queues[:i], t.queues[i+1:]...)
+			return
+		}
+	}
+}
+
+// Tenant returns the queue's tenant name.
+func (q *Queue) Tenant() string { return q.t.name }
+
+// stream returns the FIFO of a backend stream, creating it.
+func (q *Queue) stream(st backend.Stream) *streamQ {
+	if q.last != nil && q.last.st == st {
+		return q.last
+	}
+	sq := q.streams[st]
+	if sq == nil {
+		sq = &streamQ{q: q, st: st}
+		q.streams[st] = sq
+	}
+	q.last = sq
+	return sq
+}
+
+// Submit appends c to its stream's FIFO, blocking while the queue holds Depth
+// commands. It fails if the queue or scheduler closes or ctx ends first. The
+// command may be issued before Submit returns.
+func (q *Queue) Submit(ctx context.Context, c *Command) error {
+	s := q.s
+	s.mu.Lock()
+	if q.queued >= q.depth && !q.closed && !s.closed && ctx.Err() == nil {
+		if ctx.Done() != nil {
+			stop := context.AfterFunc(ctx, func() {
+				s.mu.Lock()
+				q.room.Broadcast()
+				s.mu.Unlock()
+			})
+			defer stop()
+		}
+		for q.queued >= q.depth && !q.closed && !s.closed && ctx.Err() == nil {
+			q.room.Wait()
+		}
+	}
+	switch {
+	case q.closed || s.closed:
+		s.mu.Unlock()
+		return ErrClosed
+	case ctx.Err() != nil:
+		s.mu.Unlock()
+		return fmt.Errorf("submit: %w", ctx.Err())
+	}
+	s.seq++
+	c.seq, c.queued, c.state, c.q = s.seq, s.now(), cmdQueued, q
+	c.next, c.pending, c.err = 0, 0, nil
+	sq := q.stream(c.Stream)
+	sq.push(c)
+	t := q.t
+	if !sq.inActive {
+		sq.inActive = true
+		t.active = append(t.active, sq)
+	}
+	q.queued++
+	q.st.Submitted++
+	if c.Kind != Marker {
+		e := c.Kind.engine()
+		t.eng[e].queued++
+		s.eng[e].held = false
+		ev := SubmitEvent{Tenant: t.id, Engine: e, Session: q.session, Cost: s.cost(c, e, 0)}
+		s.hookLocked(func(p Policy) error { return p.OnSubmit(&s.host, ev) })
+	}
+	s.runLocked(submitBudget)
+	s.mu.Unlock()
+	return nil
+}
+
+// submitBudget is how many dispatch actions a submitter performs before
+// handing the rest to the background goroutine.
+const submitBudget = 8
+
 // Stats returns the queue's counters.
-func (q *Queue) Stats() Stats {
+func (q *Queue) Stats() QueueStats {
 	q.s.mu.Lock()
 	defer q.s.mu.Unlock()
-	st := q.stats
-	st.Queued = q.queued()
+	st := q.st
+	st.Queued, st.InFlight = q.queued, q.inflight
 	return st
 }
 
-// Wait blocks until every command submitted so far has completed (or ctx ends).
+// Wait blocks until every command submitted so far has completed, or was
+// dropped (or ctx ends).
 func (q *Queue) Wait(ctx context.Context) error {
 	s := q.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if q.queued == 0 && q.inflight == 0 {
+		return ctx.Err()
+	}
 	if ctx.Done() != nil {
 		stop := context.AfterFunc(ctx, func() {
 			s.mu.Lock()
@@ -185,169 +544,171 @@ func (q *Queue) Wait(ctx context.Context) error {
 		})
 		defer stop()
 	}
-	for (q.queued() > 0 || q.stats.InFlight > 0) && ctx.Err() == nil {
+	q.waiting++
+	s.runLocked(0) // track what is in flight untracked
+	for (q.queued > 0 || q.inflight > 0) && ctx.Err() == nil {
 		q.idle.Wait()
 	}
+	q.waiting--
 	return ctx.Err()
 }
 
-// Close removes the queue: commands not yet issued complete with ErrClosed;
-// commands in flight complete normally.
+// Close removes the queue: commands not yet issued complete with ErrClosed (a
+// partly issued sliced kernel does once its issued slices complete); commands
+// in flight complete normally.
 func (q *Queue) Close() {
 	s := q.s
 	s.mu.Lock()
-	pending := q.cmds[q.head:]
-	q.cmds, q.head, q.closed = nil, 0, true
-	for i, x := range s.queues {
-		if x == q {
-			s.queues = append(s.queues[:i], s.queues[i+1:]...)
-			break
+	if q.closed {
+		s.mu.Unlock()
+		return
+	}
+	q.closed = true
+	t := q.t
+	t.removeQueue(q)
+	var dropped, finished []*Command
+	for _, sq := range q.streams {
+		for sq.len() > 0 {
+			c := sq.pop()
+			q.queued--
+			if c.Kind != Marker {
+				t.eng[c.Kind.engine()].queued--
+			}
+			if c.state == cmdIssuing {
+				// Partly issued: it finishes when its issued slices do.
+				c.state = cmdIssued
+				if c.err == nil {
+					c.err = ErrClosed
+				}
+				if c.pending == 0 {
+					q.finishLocked(c)
+					finished = append(finished, c)
+				}
+				continue
+			}
+			c.state = cmdDropped
+			dropped = append(dropped, c)
+		}
+		if sq.inActive {
+			t.removeActive(sq)
 		}
 	}
-	s.room.Broadcast()
-	q.idle.Broadcast()
+	q.room.Broadcast()
+	if q.queued == 0 && q.inflight == 0 {
+		q.idle.Broadcast()
+	}
+	s.runLocked(0)
 	s.mu.Unlock()
-	for _, c := range pending {
+	for _, c := range dropped {
 		if c.Done != nil {
 			c.Done(ErrClosed)
 		}
 	}
+	for _, c := range finished {
+		if c.Done != nil {
+			c.Done(c.err)
+		}
+	}
 }
 
-// Close stops the dispatcher; queued commands complete with ErrClosed.
+func (t *tenant) removeActive(sq *streamQ) {
+	for i, x := range t.active {
+		if x == sq {
+			t.active = append(t.active[:i], t.active[i+1:]...)
+			break
+		}
+	}
+	sq.inActive = false
+}
+
+// Forget stops tracking a stream that is being destroyed; call it after the
+// stream's work has completed (Queue.Wait).
+func (s *Scheduler) Forget(st backend.Stream) {
+	s.mu.Lock()
+	w := s.waiters[st]
+	delete(s.waiters, st)
+	if w != nil {
+		w.closed = true
+		w.cond.Signal()
+	}
+	for _, t := range s.tenants {
+		for _, q := range t.queues {
+			if sq := q.streams[st]; sq != nil && sq.len() == 0 && sq.tail == nil {
+				delete(q.streams, st)
+				if q.last == sq {
+					q.last = nil
+				}
+			}
+		}
+	}
+	s.mu.Unlock()
+}
+
+// Close stops the scheduler: queued commands complete with ErrClosed; work in
+// flight is tracked to completion.
 func (s *Scheduler) Close() {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return
 	}
-	s.closed = true
-	queues := s.queues
-	s.wake.Broadcast()
-	s.room.Broadcast()
+	var queues []*Queue
+	for _, t := range s.tenants {
+		queues = append(queues, t.queues...)
+	}
 	s.mu.Unlock()
-	<-s.done
 	for _, q := range queues {
 		q.Close()
 	}
-}
-
-// pick chooses the next queue with work and room, round-robin. Called with mu held.
-func (s *Scheduler) pick() *Queue {
-	n := len(s.queues)
-	for i := 0; i < n; i++ {
-		q := s.queues[(s.next+i)%n]
-		if q.queued() > 0 && q.stats.InFlight < q.params.InFlight {
-			s.next = (s.next + i + 1) % n
-			return q
-		}
-	}
-	return nil
-}
-
-func (s *Scheduler) dispatch() {
-	defer close(s.done)
 	s.mu.Lock()
-	for {
-		var q *Queue
-		for !s.closed {
-			if q = s.pick(); q != nil {
-				break
-			}
-			s.wake.Wait()
-		}
-		if s.closed {
-			s.mu.Unlock()
-			return
-		}
-		c := q.cmds[q.head]
-		q.cmds[q.head] = nil
-		q.head++
-		q.stats.InFlight++
-		q.stats.QueueDelay += time.Since(c.queued)
-		s.room.Broadcast()
+	s.closed = true
+	s.flushAll = true
+	s.runLocked(0)
+	for s.dispatching {
 		s.mu.Unlock()
-
-		err := c.Issue()
-		var ev backend.Event
-		if err == nil && c.Stream != nil {
-			ev, err = s.track(c)
-		}
-		s.mu.Lock()
-		if err != nil || c.Stream == nil {
-			s.finishLocked(q, c, err)
-			continue
-		}
-		w := s.waiters[c.Stream]
-		if w == nil {
-			w = make(chan completion, 1024)
-			s.waiters[c.Stream] = w
-			go s.wait(w)
-		}
-		s.mu.Unlock()
-		w <- completion{ev: ev, cmd: c, q: q}
+		time.Sleep(time.Millisecond)
 		s.mu.Lock()
 	}
-}
-
-// track records a pooled event after c on its stream.
-func (s *Scheduler) track(c *Command) (backend.Event, error) {
-	s.mu.Lock()
-	var ev backend.Event
-	if n := len(s.events); n > 0 {
-		ev, s.events = s.events[n-1], s.events[:n-1]
+	for st, w := range s.waiters {
+		w.closed = true
+		w.cond.Signal()
+		delete(s.waiters, st)
 	}
 	s.mu.Unlock()
-	if ev == nil {
-		var err error
-		if ev, err = s.dev.NewEvent(backend.EventDisableTiming); err != nil {
-			return nil, fmt.Errorf("track completion: %w", err)
-		}
-	}
-	if err := c.Stream.Record(ev); err != nil {
-		ev.Destroy()
-		return nil, fmt.Errorf("track completion: %w", err)
-	}
-	return ev, nil
+	s.kick()
+	<-s.bgDone
+	s.stopWatch()
 }
 
-// wait completes the commands of one stream in order.
-func (s *Scheduler) wait(w chan completion) {
-	for x := range w {
-		err := x.ev.Synchronize()
-		s.mu.Lock()
-		s.events = append(s.events, x.ev)
-		s.finishLocked(x.q, x.cmd, err)
-		s.mu.Unlock()
-	}
+// streamQ is the FIFO of one stream of one queue.
+type streamQ struct {
+	q        *Queue
+	st       backend.Stream
+	cmds     []*Command
+	head     int
+	inActive bool
+	tail     *point // issued commands not yet covered by a completion event
+	inTails  bool
 }
 
-// finishLocked accounts a finished command and runs Done without the lock.
-func (s *Scheduler) finishLocked(q *Queue, c *Command, err error) {
-	q.stats.InFlight--
-	q.stats.Completed++
-	if err != nil {
-		q.stats.Errors++
+func (sq *streamQ) len() int { return len(sq.cmds) - sq.head }
+
+func (sq *streamQ) front() *Command { return sq.cmds[sq.head] }
+
+func (sq *streamQ) push(c *Command) {
+	if sq.head > 0 && sq.head == len(sq.cmds) {
+		sq.cmds, sq.head = sq.cmds[:0], 0
+	} else if sq.head > 64 && sq.head*2 > len(sq.cmds) {
+		n := copy(sq.cmds, sq.cmds[sq.head:])
+		clear(sq.cmds[n:])
+		sq.cmds, sq.head = sq.cmds[:n], 0
 	}
-	if q.queued() == 0 && q.stats.InFlight == 0 {
-		q.idle.Broadcast()
-	}
-	s.wake.Signal()
-	if c.Done != nil {
-		s.mu.Unlock()
-		c.Done(err)
-		s.mu.Lock()
-	}
+	sq.cmds = append(sq.cmds, c)
 }
 
-// Forget stops tracking a stream that is being destroyed; call it after the
-// stream's work has completed.
-func (s *Scheduler) Forget(st backend.Stream) {
-	s.mu.Lock()
-	w := s.waiters[st]
-	delete(s.waiters, st)
-	s.mu.Unlock()
-	if w != nil {
-		close(w)
-	}
+func (sq *streamQ) pop() *Command {
+	c := sq.cmds[sq.head]
+	sq.cmds[sq.head] = nil
+	sq.head++
+	return c
 }

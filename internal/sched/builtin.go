@@ -1,0 +1,364 @@
+package sched
+
+import "time"
+
+// BuiltinInfo describes a built-in policy.
+type BuiltinInfo struct {
+	Name        string
+	Description string
+	New         func() Policy
+}
+
+// Builtins lists the policies compiled into gpuos.
+func Builtins() []BuiltinInfo {
+	return []BuiltinInfo{
+		{"fifo", "first come, first served across tenants (pass-through)", NewFIFO},
+		{"fair", "weighted fair share of GPU time and of copy bandwidth", NewFair},
+		{"band", "credit-based and bandwidth-aware, with time buffering (after Gdev's BAND)", NewBand},
+		{"priority", "strict classes: lower classes held back and sliced while a higher one has work; fair within a class", NewPriority},
+	}
+}
+
+// ---- fifo -------------------------------------------------------------------
+
+type fifo struct {
+	builtin
+	Base
+}
+
+// NewFIFO returns the pass-through policy: the oldest ready command first,
+// whoever submitted it.
+func NewFIFO() Policy { return &fifo{} }
+
+func (*fifo) Name() string { return "fifo" }
+
+func (*fifo) OnDispatch(h *Host, e Engine, ready []TenantID) (Choice, error) {
+	best := ready[0]
+	for _, t := range ready[1:] {
+		if h.HeadSeq(t, e) < h.HeadSeq(best, e) {
+			best = t
+		}
+	}
+	return Choice{Tenant: best}, nil
+}
+
+// ---- fair -------------------------------------------------------------------
+
+// fairScale keeps virtual times integral: charge × fairScale / weight.
+const fairScale = 1 << 8
+
+// fair is start-time fair queuing over charged usage: each tenant's virtual
+// time advances by its charges divided by its weight, and the ready tenant
+// whose virtual time — counting what it has in flight — is smallest goes
+// next. A tenant that was idle re-enters at the smallest virtual time of the
+// busy ones, so idling earns no credit.
+type fair struct {
+	builtin
+	Base
+	vt [NumEngines]*Map
+}
+
+// NewFair returns the weighted fair-share policy.
+func NewFair() Policy { return &fair{} }
+
+func (*fair) Name() string { return "fair" }
+
+func (f *fair) Init(h *Host) error {
+	for e := Engine(0); e < NumEngines; e++ {
+		f.vt[e] = h.Map("fair.vtime." + e.String())
+		f.vt[e].Reset()
+	}
+	return nil
+}
+
+func (f *fair) OnSubmit(h *Host, ev SubmitEvent) error {
+	t, e := ev.Tenant, ev.Engine
+	if h.Queued(t, e) != 1 || h.InFlight(t, e) != 0 {
+		return nil // was busy already
+	}
+	floor, found := int64(0), false
+	for u := range h.NumTenants() {
+		u := TenantID(u)
+		if u == t || (h.Queued(u, e) == 0 && h.InFlight(u, e) == 0) {
+			continue
+		}
+		if v := f.vt[e].Get(u); !found || v < floor {
+			floor, found = v, true
+		}
+	}
+	if found && f.vt[e].Get(t) < floor {
+		f.vt[e].Set(t, floor)
+	}
+	return nil
+}
+
+// key is a tenant's virtual time counting its in-flight work.
+func (f *fair) key(h *Host, t TenantID, e Engine) int64 {
+	return f.vt[e].Get(t) + h.InFlightCost(t, e)*fairScale/h.Weight(t, e)
+}
+
+func (f *fair) pick(h *Host, e Engine, ready []TenantID) TenantID {
+	best, bestKey := ready[0], f.key(h, ready[0], e)
+	for _, t := range ready[1:] {
+		k := f.key(h, t, e)
+		if k < bestKey || (k == bestKey && h.HeadSeq(t, e) < h.HeadSeq(best, e)) {
+			best, bestKey = t, k
+		}
+	}
+	return best
+}
+
+func (f *fair) OnDispatch(h *Host, e Engine, ready []TenantID) (Choice, error) {
+	return Choice{Tenant: f.pick(h, e, ready)}, nil
+}
+
+func (f *fair) OnComplete(h *Host, c CompleteEvent) error {
+	f.vt[c.Engine].Add(c.Tenant, c.Charge*fairScale/h.Weight(c.Tenant, c.Engine))
+	return nil
+}
+
+// OnTick keeps virtual times small: what matters is their differences.
+func (f *fair) OnTick(h *Host, _ time.Duration) error {
+	for e := Engine(0); e < NumEngines; e++ {
+		n := h.NumTenants()
+		if n == 0 {
+			continue
+		}
+		low := f.vt[e].Get(0)
+		for t := 1; t < n; t++ {
+			low = min(low, f.vt[e].Get(TenantID(t)))
+		}
+		if low > 1<<40 {
+			for t := range n {
+				f.vt[e].Add(TenantID(t), -low)
+			}
+		}
+	}
+	return nil
+}
+
+// ---- priority ---------------------------------------------------------------
+
+// priorityActive is how long after its last submission a tenant still counts
+// as having work: a latency-critical service between requests.
+const priorityActive = 5 * time.Millisecond
+
+// priority runs the highest class with ready work first, fair within a
+// class. While a tenant of a higher class has work (queued, in flight, or
+// submitted within the last 5 ms), each tenant of a lower class may have only
+// one command in flight per engine and its long kernels are issued in slices
+// of the scheduler's SliceTarget, so the higher class waits for at most one
+// slice per lower tenant.
+type priority struct {
+	fair
+	last  *Map
+	cands []TenantID
+}
+
+// NewPriority returns the strict-priority policy.
+func NewPriority() Policy { return &priority{} }
+
+func (*priority) Name() string { return "priority" }
+
+func (p *priority) Init(h *Host) error {
+	p.last = h.Map("priority.last_submit")
+	return p.fair.Init(h)
+}
+
+func (p *priority) OnSubmit(h *Host, ev SubmitEvent) error {
+	p.last.Set(ev.Tenant, int64(h.Now()))
+	return p.fair.OnSubmit(h, ev)
+}
+
+func (p *priority) active(h *Host, t TenantID, e Engine) bool {
+	return h.Queued(t, e) > 0 || h.InFlight(t, e) > 0 || int64(h.Now())-p.last.Get(t) < int64(priorityActive)
+}
+
+func (p *priority) OnDispatch(h *Host, e Engine, ready []TenantID) (Choice, error) {
+	top := h.Class(ready[0])
+	for _, t := range ready[1:] {
+		top = max(top, h.Class(t))
+	}
+	higher := false
+	for u := range h.NumTenants() {
+		if u := TenantID(u); h.Class(u) > top && p.active(h, u, e) {
+			higher = true
+			break
+		}
+	}
+	p.cands = p.cands[:0]
+	for _, t := range ready {
+		if h.Class(t) == top && (!higher || h.InFlight(t, e) == 0) {
+			p.cands = append(p.cands, t)
+		}
+	}
+	if len(p.cands) == 0 {
+		return Choice{Tenant: NoTenant}, nil // held back until the next completion
+	}
+	ch := Choice{Tenant: p.pick(h, e, p.cands)}
+	if higher {
+		ch.Quantum = h.SliceTarget()
+	}
+	return ch, nil
+}
+
+// ---- band -------------------------------------------------------------------
+
+// Band parameters, per engine: how much credit a tenant may bank or owe,
+// the span over which utilization is measured, and the time buffer.
+var (
+	bandCreditCap = [NumEngines]int64{20_000_000, 64 << 20}   // 20 ms of GPU time; 64 MiB
+	bandWindow    = [NumEngines]int64{100_000_000, 512 << 20} // 100 ms; 512 MiB
+)
+
+const bandBuffer = 500 * time.Microsecond
+
+// band is a credit scheduler aware of the bandwidth each tenant actually
+// used, with time buffering, after the idea of Gdev's BAND scheduler
+// (Kato et al., USENIX ATC 2012):
+//
+//   - Credits: as the engine runs, the time (or bytes) it spends is
+//     replenished to the tenants with work in proportion to their weights
+//     and debited from the tenant that used it, so credits sum to zero;
+//     a tenant can bank or owe at most a cap, so an idle tenant does not
+//     hoard and a burst is soon forgiven.
+//   - Bandwidth awareness: GPU work is not preemptible and its length is not
+//     known in advance, so credit alone overshoots. A tenant may also run if
+//     its measured recent utilization is at most its share, and a tenant
+//     with no credit that is over its share goes to the back of the
+//     round-robin order.
+//   - Time buffering: when the only ready tenants are over their share while
+//     an under-served tenant is between two of its commands (it has work in
+//     flight or submitted a moment ago), the engine is held for a short
+//     buffer (500 µs) — once per completion — to let it submit, rather than
+//     handing the device to the over-served tenant at once.
+type band struct {
+	builtin
+	Base
+	credit, used [NumEngines]*Map
+	last         *Map
+	rr           [NumEngines]TenantID
+	buffered     [NumEngines]bool
+}
+
+// NewBand returns the BAND-style policy.
+func NewBand() Policy { return &band{} }
+
+func (*band) Name() string { return "band" }
+
+func (b *band) Init(h *Host) error {
+	for e := Engine(0); e < NumEngines; e++ {
+		b.credit[e] = h.Map("band.credit." + e.String())
+		b.used[e] = h.Map("band.used." + e.String())
+		b.credit[e].Reset()
+		b.used[e].Reset()
+	}
+	b.last = h.Map("band.last_submit")
+	return nil
+}
+
+func (b *band) active(h *Host, t TenantID, e Engine) bool {
+	return h.Queued(t, e) > 0 || h.InFlight(t, e) > 0 || int64(h.Now())-b.last.Get(t) < int64(bandBuffer)
+}
+
+func (b *band) OnSubmit(h *Host, ev SubmitEvent) error {
+	b.last.Set(ev.Tenant, int64(h.Now()))
+	b.buffered[ev.Engine] = false
+	return nil
+}
+
+// shares returns the total weight of active tenants and the total recent use.
+func (b *band) totals(h *Host, e Engine) (weights, used int64) {
+	for u := range h.NumTenants() {
+		u := TenantID(u)
+		if b.active(h, u, e) {
+			weights += h.Weight(u, e)
+		}
+		used += b.used[e].Get(u)
+	}
+	return weights, used
+}
+
+// over reports whether t used more than its share recently: used/total > w/weights.
+func (b *band) over(h *Host, t TenantID, e Engine, weights, used int64) bool {
+	if used == 0 || weights == 0 {
+		return false
+	}
+	return float64(b.used[e].Get(t))/float64(used) > float64(h.Weight(t, e))/float64(weights)
+}
+
+func (b *band) OnComplete(h *Host, c CompleteEvent) error {
+	e, charge := c.Engine, c.Charge
+	if charge <= 0 {
+		return nil
+	}
+	weights, _ := b.totals(h, e)
+	capc := bandCreditCap[e]
+	for u := range h.NumTenants() {
+		u := TenantID(u)
+		v := b.credit[e].Get(u)
+		if weights > 0 && b.active(h, u, e) {
+			v += charge * h.Weight(u, e) / weights
+		}
+		if u == c.Tenant {
+			v -= charge
+		}
+		b.credit[e].Set(u, min(max(v, -capc), capc))
+		used := b.used[e].Get(u)
+		if charge >= bandWindow[e] {
+			used = 0
+		} else {
+			used -= used * charge / bandWindow[e]
+		}
+		if u == c.Tenant {
+			used += charge
+		}
+		b.used[e].Set(u, used)
+	}
+	b.buffered[e] = false
+	return nil
+}
+
+func (b *band) OnDispatch(h *Host, e Engine, ready []TenantID) (Choice, error) {
+	weights, used := b.totals(h, e)
+	eligible := func(t TenantID) bool {
+		return b.credit[e].Get(t)-h.InFlightCost(t, e) > 0 || !b.over(h, t, e, weights, used)
+	}
+	// Round robin from the tenant after the last one served.
+	pick := NoTenant
+	for _, t := range ready {
+		if t >= b.rr[e] && eligible(t) {
+			pick = t
+			break
+		}
+	}
+	if pick == NoTenant {
+		for _, t := range ready {
+			if t < b.rr[e] && eligible(t) {
+				pick = t
+				break
+			}
+		}
+	}
+	if pick == NoTenant {
+		// Everyone ready is over budget: the one owing least, so the
+		// engine does not idle for long.
+		pick = ready[0]
+		for _, t := range ready[1:] {
+			if b.credit[e].Get(t)-h.InFlightCost(t, e) > b.credit[e].Get(pick)-h.InFlightCost(pick, e) {
+				pick = t
+			}
+		}
+		if !b.buffered[e] && h.EngineInFlight(e) > 0 {
+			for u := range h.NumTenants() {
+				u := TenantID(u)
+				if h.Queued(u, e) == 0 && b.active(h, u, e) && !b.over(h, u, e, weights, used) {
+					b.buffered[e] = true
+					return Choice{Tenant: NoTenant, Hold: bandBuffer}, nil
+				}
+			}
+		}
+	}
+	b.rr[e] = pick + 1
+	return Choice{Tenant: pick}, nil
+}

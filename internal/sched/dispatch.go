@@ -1,0 +1,488 @@
+package sched
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gpuos/gpuos/internal/backend"
+)
+
+type actKind uint8
+
+const (
+	actFlush  actKind = iota + 1 // record a completion event after a stream's untracked commands
+	actMarker                    // issue a marker at its stream's head
+	actIssue                     // issue a command (or a slice of one) chosen by the policy
+)
+
+// action is one step of dispatching, decided under the lock and performed
+// (backend calls) without it.
+type action struct {
+	kind   actKind
+	sq     *streamQ
+	c      *Command
+	e      Engine
+	lo, hi uint32 // a slice [lo, hi) of a sliceable command; hi == 0: the whole command
+}
+
+// runLocked dispatches until nothing more can be dispatched now, or, with a
+// positive budget, until it performed that many actions (then the background
+// goroutine carries on). If another goroutine holds the dispatch token it
+// returns at once: the holder re-examines the queues before it lets go.
+// Called and returns with s.mu held; drops it around backend calls.
+func (s *Scheduler) runLocked(budget int) {
+	if s.dispatching {
+		return
+	}
+	s.dispatching = true
+	for n := 0; ; n++ {
+		if budget > 0 && n >= budget {
+			s.dispatching = false
+			s.kick()
+			return
+		}
+		var a action
+		if !s.nextLocked(&a) {
+			break
+		}
+		switch a.kind {
+		case actFlush:
+			s.flushLocked(a.sq)
+		case actMarker:
+			s.issueMarkerLocked(a.sq)
+		case actIssue:
+			s.issueLocked(&a)
+		}
+	}
+	s.dispatching = false
+}
+
+// nextLocked decides the next action: completion events owed, then markers
+// at stream heads, then a command per engine as the policy picks.
+func (s *Scheduler) nextLocked(a *action) bool {
+	for i, sq := range s.tails {
+		if s.flushAll || sq.q.waiting > 0 || sq.tail.opened <= s.flushOlder {
+			s.tails = append(s.tails[:i], s.tails[i+1:]...)
+			sq.inTails = false
+			*a = action{kind: actFlush, sq: sq}
+			return true
+		}
+	}
+	s.flushAll = false
+	if s.closed {
+		return false
+	}
+	for _, t := range s.tenants {
+		t.head = [NumEngines]*streamQ{}
+		for _, sq := range t.active {
+			c := sq.front()
+			if sq.q.holds > 0 && c.state != cmdIssuing { // held (hold.go)
+				continue
+			}
+			if c.After != nil && !c.After.issuedOrGone() {
+				continue
+			}
+			if c.Kind == Marker || sq.st == nil {
+				*a = action{kind: actMarker, sq: sq, c: c}
+				return true
+			}
+			e := c.Kind.engine()
+			if h := t.head[e]; h == nil || c.seq < h.front().seq {
+				t.head[e] = sq
+			}
+		}
+	}
+	for i := Engine(0); i < NumEngines; i++ {
+		e := (s.turn + i) % NumEngines
+		if s.decideLocked(e, a) {
+			s.turn = (e + 1) % NumEngines
+			return true
+		}
+	}
+	return false
+}
+
+// engineRoom reports whether more work may be issued to engine e.
+func (s *Scheduler) engineRoom(e Engine) bool {
+	eng := &s.eng[e]
+	if eng.inflight < minInFlight {
+		return true
+	}
+	if e == EngineCopy {
+		return eng.inflightCost < int64(s.opts.CopyLookahead)
+	}
+	return eng.inflightCost < int64(s.opts.Lookahead)
+}
+
+// decideLocked asks the policy for engine e's next command.
+func (s *Scheduler) decideLocked(e Engine, a *action) bool {
+	eng := &s.eng[e]
+	if !s.engineRoom(e) {
+		return false
+	}
+	ready := s.ready[e][:0]
+	for _, t := range s.tenants {
+		if t.head[e] != nil && t.eng[e].inflight < s.opts.TenantInFlight {
+			ready = append(ready, t.id)
+		}
+	}
+	s.ready[e] = ready
+	if len(ready) == 0 {
+		eng.readySince = 0
+		return false
+	}
+	now := s.now()
+	if eng.held {
+		if eng.holdUntil == 0 || now < eng.holdUntil {
+			s.noteReady(e, now)
+			return false
+		}
+		eng.held = false
+	}
+	var ch Choice
+	for {
+		pe := s.active
+		err := s.guard(pe, func(p Policy) (err error) {
+			ch, err = p.OnDispatch(&s.host, e, ready)
+			return err
+		})
+		if err == nil {
+			err = s.validate(ch, e)
+		}
+		if err == nil {
+			break
+		}
+		if !s.ejectLocked(pe, err) {
+			ch = Choice{Tenant: ready[0]}
+			break
+		}
+	}
+	if ch.Tenant == NoTenant {
+		eng.held, eng.holdUntil = true, 0
+		switch {
+		case ch.Hold > 0:
+			eng.holdUntil = now + int64(ch.Hold)
+		case eng.inflight == 0:
+			// No completion will come to ask again: ask after MaxHold.
+			eng.holdUntil = now + int64(s.opts.MaxHold)
+		}
+		s.noteReady(e, now)
+		if eng.holdUntil != 0 {
+			s.kick()
+		}
+		return false
+	}
+	t := s.tenants[ch.Tenant]
+	sq := t.head[e]
+	c := sq.front()
+	if sl := eng.sliced; sl != nil && sl != c {
+		eng.sliced = nil
+		if sl.state == cmdIssuing {
+			ev := PreemptEvent{Tenant: sl.q.t.id, Engine: e, Remaining: sl.Units - sl.next, By: t.id}
+			s.hookLocked(func(p Policy) error { return p.OnPreempt(&s.host, ev) })
+		}
+	}
+	*a = action{kind: actIssue, sq: sq, c: c, e: e}
+	if c.Units > 1 && c.IssueUnits != nil && s.opts.SliceTarget > 0 && (ch.Quantum > 0 || c.state == cmdIssuing) {
+		remaining := c.Units - c.next
+		n := remaining
+		if ch.Quantum > 0 {
+			if per := c.perUnit(); per > 0 {
+				n = uint32(min(int64(remaining), max(1, int64(ch.Quantum)/per)))
+			} else {
+				n = max(1, c.Units/16) // no history yet: probe with a small slice
+			}
+		}
+		n = min(n, remaining)
+		if c.next > 0 || n < c.Units {
+			a.lo, a.hi = c.next, c.next+n
+		}
+	}
+	eng.readySince = 0
+	return true
+}
+
+func (c *Command) perUnit() int64 {
+	if c.Estimate != nil {
+		return c.Estimate.perUnit
+	}
+	return 0
+}
+
+func (s *Scheduler) noteReady(e Engine, now int64) {
+	if eng := &s.eng[e]; eng.inflight == 0 && eng.readySince == 0 {
+		eng.readySince = now
+	}
+}
+
+// validate checks a policy's choice against the ready set.
+func (s *Scheduler) validate(ch Choice, e Engine) error {
+	if ch.Quantum < 0 {
+		return fmt.Errorf("%w: negative quantum %v", ErrPolicy, ch.Quantum)
+	}
+	if ch.Tenant == NoTenant {
+		if ch.Hold < 0 || ch.Hold > s.opts.MaxHold {
+			return fmt.Errorf("%w: hold %v outside [0, %v]", ErrPolicy, ch.Hold, s.opts.MaxHold)
+		}
+		return nil
+	}
+	for _, t := range s.ready[e] {
+		if t == ch.Tenant {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: chose %v, which has nothing ready on the %v engine", ErrPolicy, ch.Tenant, e)
+}
+
+// cost estimates a command's charge: ns for compute (units > 0: of that many
+// units of a sliceable kernel; 0: of what remains of it), bytes for copy.
+func (s *Scheduler) cost(c *Command, e Engine, units uint32) int64 {
+	if e == EngineCopy {
+		return max(int64(c.Bytes), 1)
+	}
+	whole := max(c.Units, 1)
+	if units == 0 {
+		units = max(c.Units-c.next, 1)
+	}
+	if per := c.perUnit(); per > 0 {
+		return per * int64(units)
+	}
+	avg := c.q.t.eng[e].avg
+	return max(avg*int64(units)/int64(whole), 1)
+}
+
+// issueMarkerLocked issues the marker at sq's head (or a command on no
+// stream, which completes when issued).
+func (s *Scheduler) issueMarkerLocked(sq *streamQ) {
+	c := sq.pop()
+	q := sq.q
+	s.poppedLocked(sq)
+	if c.Kind != Marker {
+		q.t.eng[c.Kind.engine()].queued--
+	}
+	c.state = cmdIssued
+	q.inflight++
+	q.st.QueueDelay += time.Duration(s.now() - c.queued)
+	s.mu.Unlock()
+	var err error
+	if c.Issue != nil {
+		err = c.Issue()
+	}
+	if c.Done != nil {
+		c.Done(err)
+	}
+	s.mu.Lock()
+	c.err = err
+	q.finishLocked(c)
+}
+
+// poppedLocked updates a queue after its stream sq's head left the FIFO.
+func (s *Scheduler) poppedLocked(sq *streamQ) {
+	q := sq.q
+	q.queued--
+	if q.queued < q.depth {
+		q.room.Signal()
+	}
+	if sq.len() == 0 && sq.inActive {
+		q.t.removeActive(sq)
+	}
+}
+
+// finishLocked accounts a command that has completed (every part) or failed.
+func (q *Queue) finishLocked(c *Command) {
+	q.inflight--
+	q.st.Completed++
+	if c.err != nil {
+		q.st.Errors++
+	}
+	if q.inflight == 0 && (q.queued == 0 || q.holds > 0) { // Hold waits for in-flight only
+		q.idle.Broadcast()
+	}
+}
+
+// issueLocked issues a command, or one slice of it, and decides how its
+// completion is tracked.
+func (s *Scheduler) issueLocked(a *action) {
+	c, sq, e := a.c, a.sq, a.e
+	q, t := sq.q, sq.q.t
+	te, eng := &t.eng[e], &s.eng[e]
+	units := max(c.Units, 1)
+	if a.hi != 0 {
+		units = a.hi - a.lo
+	}
+	cost := s.cost(c, e, units)
+	if a.hi != 0 && a.hi < c.Units && c.Estimate != nil && c.Estimate.perUnit == 0 {
+		cost = s.cost(c, e, 0) * int64(units) / int64(c.Units-c.next)
+	}
+	now := s.now()
+	if c.state == cmdQueued {
+		q.inflight++
+		d := now - c.queued
+		q.st.QueueDelay += time.Duration(d)
+		te.delay += d
+	}
+	whole := a.hi == 0 || a.hi == c.Units
+	if whole {
+		sq.pop()
+		s.poppedLocked(sq)
+		te.queued--
+		c.state = cmdIssued
+	} else {
+		c.state = cmdIssuing
+		c.next = a.hi
+		eng.sliced = c
+	}
+	c.pending++
+	te.inflight++
+	te.dispatched++
+	te.inflightCost += cost
+	eng.inflight++
+	eng.inflightCost += cost
+
+	p := sq.tail
+	needStart := false
+	if p == nil {
+		p = s.newPoint(sq, e)
+		// An engine with nothing in flight may have idled: mark the start, so
+		// the idle time is not charged to this command.
+		needStart = p.timed && eng.inflight == 1
+	}
+	p.add(c, cost, units)
+	track := c.Flags&Sync != 0 || q.waiting > 0 || p.n >= s.opts.TrackEvery || a.hi != 0 ||
+		(e == EngineCompute && cost >= trackComputeNs) || (e == EngineCopy && c.Bytes >= trackCopyBytes) ||
+		eng.inflight > te.inflight || te.inflight >= s.opts.TenantInFlight || !s.engineRoom(e) || s.closed
+	if track {
+		sq.tail = nil
+		if sq.inTails {
+			s.removeTail(sq)
+		}
+	} else if sq.tail == nil {
+		sq.tail = p
+		p.opened = now
+		s.tails = append(s.tails, sq)
+		sq.inTails = true
+		if due := now + int64(s.opts.FlushDelay); s.bgNext < 0 || due < s.bgNext {
+			s.bgNext = due
+			s.kick()
+		}
+	}
+	var start, end backend.Event
+	if needStart {
+		start = s.takeEvent(true)
+	}
+	if track {
+		end = s.takeEvent(p.timed)
+	}
+	timed, st := p.timed, sq.st
+	s.mu.Unlock()
+
+	if needStart {
+		if start == nil {
+			start, _ = s.newEvent(true)
+		}
+		if start != nil && st.Record(start) != nil {
+			start.Destroy() // the engine predecessor bounds the start instead
+			start = nil
+		}
+	}
+	var err error
+	if a.hi == 0 {
+		err = c.Issue()
+	} else {
+		err = c.IssueUnits(a.lo, a.hi)
+	}
+	var recErr error
+	if track {
+		if end == nil {
+			end, recErr = s.newEvent(timed)
+		}
+		if recErr == nil {
+			recErr = st.Record(end)
+		}
+	}
+
+	s.mu.Lock()
+	if start != nil {
+		p.start = start
+	}
+	var failed *Command
+	if err != nil {
+		p.remove(c, cost)
+		c.pending--
+		te.inflight--
+		te.inflightCost -= cost
+		eng.inflight--
+		eng.inflightCost -= cost
+		if c.err == nil {
+			c.err = err
+		}
+		if c.state == cmdIssuing {
+			// A slice failed: the rest of the kernel is not issued.
+			sq.pop()
+			s.poppedLocked(sq)
+			te.queued--
+			c.state = cmdIssued
+		}
+		if eng.sliced == c {
+			eng.sliced = nil
+		}
+		if c.pending == 0 {
+			q.finishLocked(c)
+			failed = c
+		}
+	}
+	if track {
+		p.end = end
+		if recErr != nil {
+			s.completeAndReport(p, fmt.Errorf("track completion: %w", recErr))
+		} else {
+			s.waiterFor(st).push(p)
+		}
+	}
+	if failed != nil && failed.Done != nil {
+		s.mu.Unlock()
+		failed.Done(err)
+		s.mu.Lock()
+	}
+}
+
+// flushLocked records a completion event after sq's untracked commands.
+func (s *Scheduler) flushLocked(sq *streamQ) {
+	p := sq.tail
+	sq.tail = nil
+	end := s.takeEvent(p.timed)
+	timed, st := p.timed, sq.st
+	s.mu.Unlock()
+	var err error
+	if end == nil {
+		end, err = s.newEvent(timed)
+	}
+	if err == nil {
+		err = st.Record(end)
+	}
+	s.mu.Lock()
+	p.end = end
+	if err != nil {
+		s.completeAndReport(p, fmt.Errorf("track completion: %w", err))
+		return
+	}
+	s.waiterFor(st).push(p)
+}
+
+func (s *Scheduler) removeTail(sq *streamQ) {
+	for i, x := range s.tails {
+		if x == sq {
+			s.tails = append(s.tails[:i], s.tails[i+1:]...)
+			break
+		}
+	}
+	sq.inTails = false
+}
+
+// kick wakes the background goroutine.
+func (s *Scheduler) kick() {
+	select {
+	case s.bgWake <- struct{}{}:
+	default:
+	}
+}

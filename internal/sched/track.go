@@ -1,0 +1,309 @@
+package sched
+
+import (
+	"sync"
+
+	"github.com/gpuos/gpuos/internal/backend"
+)
+
+// point is a completion event after some issued commands of one stream (a
+// batch of small ones, or one command or slice): when it completes, so have
+// they. Compute points are timed: their charge is the GPU time from the
+// later of the previous compute point's end (in issue order, any tenant) and
+// their own start event (recorded only when the engine was idle), to their end.
+type point struct {
+	sq     *streamQ
+	t      *tenant
+	e      Engine
+	timed  bool
+	start  backend.Event
+	end    backend.Event
+	cmds   []*Command // one entry per part
+	n      int        // parts
+	cost   int64      // estimated charge of the parts
+	units  uint32     // units of a single-part point, for the kernel's Estimate
+	opened int64      // when it started collecting untracked commands
+	done   bool
+	err    error
+	next   *point // accounting order (timed points)
+}
+
+func (p *point) add(c *Command, cost int64, units uint32) {
+	p.cmds = append(p.cmds, c)
+	p.n++
+	p.cost += cost
+	p.units = units
+}
+
+// remove takes back the part just added (its issue failed).
+func (p *point) remove(c *Command, cost int64) {
+	if k := len(p.cmds); k > 0 && p.cmds[k-1] == c {
+		p.cmds[k-1] = nil
+		p.cmds = p.cmds[:k-1]
+		p.n--
+		p.cost -= cost
+	}
+}
+
+func (s *Scheduler) newPoint(sq *streamQ, e Engine) *point {
+	var p *point
+	if n := len(s.points); n > 0 {
+		p, s.points = s.points[n-1], s.points[:n-1]
+	} else {
+		p = &point{}
+	}
+	p.sq, p.t, p.e, p.timed = sq, sq.q.t, e, e == EngineCompute
+	if p.timed {
+		eng := &s.eng[e]
+		if eng.acctTail == nil {
+			eng.acctHead = p
+		} else {
+			eng.acctTail.next = p
+		}
+		eng.acctTail = p
+	}
+	return p
+}
+
+func (s *Scheduler) freePoint(p *point) {
+	clear(p.cmds)
+	*p = point{cmds: p.cmds[:0]}
+	s.points = append(s.points, p)
+}
+
+// takeEvent returns a pooled event, or nil: the caller creates one without
+// the lock held.
+func (s *Scheduler) takeEvent(timed bool) backend.Event {
+	i := 0
+	if timed {
+		i = 1
+	}
+	pool := s.events[i]
+	if n := len(pool); n > 0 {
+		ev := pool[n-1]
+		s.events[i] = pool[:n-1]
+		return ev
+	}
+	return nil
+}
+
+func (s *Scheduler) putEvent(ev backend.Event, timed bool) {
+	if ev == nil {
+		return
+	}
+	i := 0
+	if timed {
+		i = 1
+	}
+	if len(s.events[i]) >= 4096 {
+		ev.Destroy()
+		return
+	}
+	s.events[i] = append(s.events[i], ev)
+}
+
+func (s *Scheduler) newEvent(timed bool) (backend.Event, error) {
+	if timed {
+		return s.dev.NewEvent(0)
+	}
+	return s.dev.NewEvent(backend.EventDisableTiming)
+}
+
+// waiter completes one stream's points in order, on its own goroutine: a
+// command's completion is signalled as soon as its stream reaches it,
+// whatever other streams are doing.
+type waiter struct {
+	pts    []*point
+	head   int
+	closed bool
+	cond   *sync.Cond
+}
+
+func (s *Scheduler) waiterFor(st backend.Stream) *waiter {
+	w := s.waiters[st]
+	if w == nil {
+		w = &waiter{cond: sync.NewCond(&s.mu)}
+		s.waiters[st] = w
+		go s.wait(w)
+	}
+	return w
+}
+
+func (w *waiter) push(p *point) {
+	w.pts = append(w.pts, p)
+	w.cond.Signal()
+}
+
+func (s *Scheduler) wait(w *waiter) {
+	var dones []*Command
+	s.mu.Lock()
+	for {
+		for w.head == len(w.pts) && !w.closed {
+			w.cond.Wait()
+		}
+		if w.head == len(w.pts) {
+			break
+		}
+		p := w.pts[w.head]
+		w.pts[w.head] = nil
+		w.head++
+		if w.head == len(w.pts) {
+			w.pts, w.head = w.pts[:0], 0
+		}
+		end := p.end
+		s.mu.Unlock()
+		err := end.Synchronize()
+		s.mu.Lock()
+		dones = s.completeLocked(p, err, dones[:0])
+		s.runLocked(submitBudget)
+		if len(dones) > 0 {
+			s.mu.Unlock()
+			for _, c := range dones {
+				if c.Done != nil {
+					c.Done(c.err)
+				}
+			}
+			clear(dones)
+			s.mu.Lock()
+		}
+	}
+	s.mu.Unlock()
+}
+
+// completeAndReport completes a point whose event could not be recorded and
+// runs the Done callbacks of the commands it finished.
+func (s *Scheduler) completeAndReport(p *point, err error) {
+	dones := s.completeLocked(p, err, nil)
+	if len(dones) > 0 {
+		s.mu.Unlock()
+		for _, c := range dones {
+			if c.Done != nil {
+				c.Done(c.err)
+			}
+		}
+		s.mu.Lock()
+	}
+}
+
+// completeLocked records that p's commands completed (with err), charges
+// them, and appends the commands that are now finished to dones.
+func (s *Scheduler) completeLocked(p *point, err error, dones []*Command) []*Command {
+	p.done, p.err = true, err
+	t, e := p.t, p.e
+	te, eng := &t.eng[e], &s.eng[e]
+	te.inflight -= p.n
+	te.inflightCost -= p.cost
+	eng.inflight -= p.n
+	eng.inflightCost -= p.cost
+	eng.held = false
+	for _, c := range p.cmds {
+		c.pending--
+		if err != nil && c.err == nil {
+			c.err = err
+		}
+		if c.pending == 0 && c.state >= cmdIssued {
+			c.q.finishLocked(c)
+			dones = append(dones, c)
+		}
+	}
+	if p.timed {
+		s.accountLocked(e)
+	} else {
+		var bytes int64
+		for _, c := range p.cmds {
+			bytes += max(int64(c.Bytes), 0)
+		}
+		s.chargeLocked(p, bytes)
+		s.putEvent(p.end, false)
+		s.freePoint(p)
+	}
+	return dones
+}
+
+// accountLocked charges the timed points of engine e that have completed, in
+// issue order.
+func (s *Scheduler) accountLocked(e Engine) {
+	eng := &s.eng[e]
+	for h := eng.acctHead; h != nil && h.done; h = eng.acctHead {
+		s.chargeLocked(h, s.measure(h, eng.prevEnd))
+		s.putEvent(eng.prevEnd, true)
+		eng.prevEnd = h.end
+		if h.err != nil {
+			s.putEvent(h.end, true)
+			eng.prevEnd = nil
+		}
+		s.putEvent(h.start, true)
+		eng.acctHead = h.next
+		if eng.acctHead == nil {
+			eng.acctTail = nil
+		}
+		s.freePoint(h)
+	}
+}
+
+// measure returns a timed point's GPU time: from the later of prev (the
+// previous point's end on this engine) and its own start, to its end. Without
+// a usable measurement it is the estimate.
+func (s *Scheduler) measure(p *point, prev backend.Event) int64 {
+	if p.err != nil || p.end == nil {
+		return p.cost
+	}
+	best := int64(-1)
+	if prev != nil {
+		if d, err := p.end.Elapsed(prev); err == nil {
+			best = int64(d)
+		}
+	}
+	if p.start != nil {
+		if d, err := p.end.Elapsed(p.start); err == nil && (best < 0 || int64(d) < best) {
+			best = int64(d)
+		}
+	}
+	if best < 0 {
+		return p.cost
+	}
+	return max(best, 0)
+}
+
+// recentWindow is the span of usage over which the recent share of each
+// engine is computed: ns of GPU time, bytes copied.
+var recentWindow = [NumEngines]float64{1e9, 4 << 30}
+
+// chargeLocked charges a point's measured cost to its tenant and tells the policy.
+func (s *Scheduler) chargeLocked(p *point, charge int64) {
+	t, e := p.t, p.e
+	te := &t.eng[e]
+	te.usage += charge
+	te.completed += uint64(p.n)
+	if q := p.sq.q; e == EngineCompute {
+		q.st.GPUTime += durationOf(charge)
+	} else {
+		q.st.CopyBytes += uint64(charge)
+	}
+	if e == EngineCompute && p.n > 0 && p.err == nil {
+		per := charge / int64(p.n)
+		te.avg += (per - te.avg) / 4
+		if p.n == 1 && p.units > 0 {
+			if est := p.cmds[0].Estimate; est != nil {
+				u := charge / int64(p.units)
+				if est.perUnit == 0 {
+					est.perUnit = max(u, 1)
+				} else {
+					est.perUnit = max(est.perUnit+(u-est.perUnit)/2, 1)
+				}
+			}
+		}
+	}
+	if charge > 0 {
+		keep := 1 - float64(charge)/recentWindow[e]
+		if keep < 0 {
+			keep = 0
+		}
+		for _, u := range s.tenants {
+			u.eng[e].recent *= keep
+		}
+		te.recent += float64(charge)
+	}
+	ev := CompleteEvent{Tenant: t.id, Engine: e, Commands: p.n, Charge: charge, Estimate: p.cost, Failed: p.err != nil}
+	s.hookLocked(func(pol Policy) error { return pol.OnComplete(&s.host, ev) })
+}
