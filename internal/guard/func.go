@@ -1,0 +1,432 @@
+package guard
+
+import (
+	"fmt"
+	"math/bits"
+	"strconv"
+	"strings"
+
+	"github.com/gpuos/gpuos/internal/ptx"
+)
+
+// fnRewriter guards one function definition.
+type fnRewriter struct {
+	g  *guarder
+	f  *ptx.Function
+	id int64 // 1-based, as Record.Function
+
+	regs     map[string]ptx.Type // declared registers by name
+	families map[string]ptx.Type // parameterized register families by base name
+	prefix   string
+	nq, nr, np int // fresh .b64, .b32 and .pred registers used
+
+	// Values the prologue computes, created on first use.
+	lo, smask, n, a, gbase, shLim, gsb *ptx.Reg
+	masks                              map[int]*ptx.Reg // smask | (width-1), by width
+	shLimK                             map[int]*ptx.Reg // shLim >> k, by k
+	local                              *spanRange       // the function's own .local variables
+	cnst, gconst, gparam               *spanRange       // const space, and generic const/param ranges
+	shLim64                            *ptx.Reg
+	localGeneric                       *ptx.Reg // the generic address of local.lo
+
+	localVars []*ptx.Var
+	shared    map[string]*ptx.Var // function-scope .shared variables
+	branchTgt map[string]int      // .branchtargets label → number of targets
+	callTgt   map[string][]string // .calltargets label → functions
+
+	recorded bool // the function records violations: it needs the count registers and flushes
+	cache    map[cacheKey]cached
+	facts    *facts
+}
+
+// spanRange is a run-time range [lo, lo+size): lo a register; size an
+// immediate (known) or a register.
+type spanRange struct {
+	lo      *ptx.Reg
+	size    int64
+	sizeReg *ptx.Reg
+}
+
+type cacheKey struct {
+	space          spaceClass
+	base           string
+	off            int64
+	width, align   int
+	guard          string
+	hint           bool
+}
+
+type cached struct{ ok, bad *ptx.Reg }
+
+func (g *guarder) function(f *ptx.Function, id int) error {
+	r := &fnRewriter{g: g, f: f, id: int64(id), regs: map[string]ptx.Type{}, families: map[string]ptx.Type{},
+		masks: map[int]*ptx.Reg{}, shLimK: map[int]*ptx.Reg{}, shared: map[string]*ptx.Var{},
+		branchTgt: map[string]int{}, callTgt: map[string][]string{}}
+	r.index()
+	ptx.Inspect(f.Body, func(n ptx.Node) bool {
+		if in, ok := n.(*ptx.Instruction); ok && !r.recorded {
+			accs, _ := accessesOf(f.Name, in)
+			for _, a := range accs {
+				if !a.hint {
+					r.recorded = true
+				}
+			}
+		}
+		return !r.recorded
+	})
+	if r.recorded {
+		// Created up front: every flush compares the address register with lo.
+		r.needLo()
+		r.countReg()
+	}
+	r.facts = analyze(r)
+	if err := r.block(f.Body, true); err != nil {
+		return err
+	}
+	// A body that falls off its end returns: flush there too.
+	if r.recorded {
+		f.Body.Stmts = append(f.Body.Stmts, r.flush(nil)...)
+	}
+	r.finish()
+	return nil
+}
+
+// index records the function's declarations.
+func (r *fnRewriter) index() {
+	var names []string
+	ptx.Inspect(r.f.Body, func(n ptx.Node) bool {
+		switch n := n.(type) {
+		case *ptx.Var:
+			switch n.Space {
+			case ptx.SpaceReg:
+				if n.Count > 0 {
+					r.families[n.Name] = n.Type
+				} else {
+					r.regs[n.Name] = n.Type
+				}
+				names = append(names, n.Name)
+			case ptx.SpaceShared:
+				r.shared[n.Name] = n
+			}
+			return false
+		case *ptx.Directive:
+			switch n.Name {
+			case ".branchtargets":
+				k := 0
+				for _, grp := range n.Args {
+					k += len(grp)
+				}
+				r.branchTgt[n.Label] = k
+			case ".calltargets":
+				var fs []string
+				for _, grp := range n.Args {
+					for _, o := range grp {
+						if s, ok := o.(*ptx.Symbol); ok {
+							fs = append(fs, s.Name)
+						}
+					}
+				}
+				r.callTgt[n.Label] = fs
+			}
+			return false
+		}
+		return true
+	})
+	for _, s := range r.f.Body.Stmts {
+		if v, ok := s.(*ptx.Var); ok && v.Space == ptx.SpaceLocal {
+			r.localVars = append(r.localVars, v)
+		}
+	}
+	for _, p := range append(append([]*ptx.Var{}, r.f.Params...), r.f.Returns...) {
+		names = append(names, p.Name)
+	}
+	// A prefix no declared name starts with, so that our registers collide with nothing.
+	for i := 0; ; i++ {
+		p := "%gd"
+		if i > 0 {
+			p = "%gd" + strconv.Itoa(i) + "_"
+		}
+		clash := false
+		for _, n := range names {
+			if strings.HasPrefix(n, p) {
+				clash = true
+				break
+			}
+		}
+		if !clash {
+			r.prefix = p
+			return
+		}
+	}
+}
+
+// regType returns a declared register's type, TypeNone if unknown.
+func (r *fnRewriter) regType(name string) ptx.Type {
+	if t, ok := r.regs[name]; ok {
+		return t
+	}
+	base := strings.TrimRightFunc(name, func(c rune) bool { return c >= '0' && c <= '9' })
+	if base != name {
+		if t, ok := r.families[base]; ok {
+			return t
+		}
+	}
+	return ptx.TypeNone
+}
+
+func (r *fnRewriter) q() *ptx.Reg { r.nq++; return &ptx.Reg{Name: fmt.Sprintf("%sq%d", r.prefix, r.nq-1)} }
+func (r *fnRewriter) w() *ptx.Reg { r.nr++; return &ptx.Reg{Name: fmt.Sprintf("%sr%d", r.prefix, r.nr-1)} }
+func (r *fnRewriter) p() *ptx.Reg { r.np++; return &ptx.Reg{Name: fmt.Sprintf("%sp%d", r.prefix, r.np-1)} }
+
+func ins(name string, ops ...ptx.Operand) *ptx.Instruction { return ptx.NewInstruction(name, ops...) }
+func imm(v int64) *ptx.Int                              { return &ptx.Int{Value: v} }
+func addr(base ptx.Operand, off int64) *ptx.Address     { return &ptx.Address{Base: base, Offset: off} }
+
+func when(in *ptx.Instruction, p *ptx.Reg, neg bool) *ptx.Instruction {
+	in.Guard = &ptx.Guard{Reg: p, Negated: neg}
+	return in
+}
+
+func guardKey(gd *ptx.Guard) string {
+	if gd == nil {
+		return ""
+	}
+	if gd.Negated {
+		return "!" + gd.Reg.Name
+	}
+	return gd.Reg.Name
+}
+
+// guardOperand is the guard as a predicate source operand ("%p" or "!%p").
+func guardOperand(gd *ptx.Guard) ptx.Operand {
+	if gd.Negated {
+		return &ptx.Not{X: &ptx.Reg{Name: gd.Reg.Name}}
+	}
+	return &ptx.Reg{Name: gd.Reg.Name}
+}
+
+// ---- prologue values --------------------------------------------------------
+
+func (r *fnRewriter) needLo() *ptx.Reg {
+	if r.lo == nil {
+		r.lo = r.q()
+	}
+	return r.lo
+}
+
+func (r *fnRewriter) mask(width int) *ptx.Reg {
+	if r.smask == nil {
+		r.smask = r.q()
+	}
+	m, ok := r.masks[width]
+	if !ok {
+		m = r.q()
+		r.masks[width] = m
+	}
+	return m
+}
+
+func (r *fnRewriter) globalsBase() *ptx.Reg {
+	if r.gbase == nil {
+		r.gbase = r.q()
+	}
+	return r.gbase
+}
+
+func (r *fnRewriter) sharedLimit() *ptx.Reg {
+	if r.shLim == nil {
+		r.shLim = r.w()
+	}
+	return r.shLim
+}
+
+func (r *fnRewriter) sharedLimitK(k int) *ptx.Reg {
+	r.sharedLimit()
+	if k == 0 {
+		return r.shLim
+	}
+	l, ok := r.shLimK[k]
+	if !ok {
+		l = r.w()
+		r.shLimK[k] = l
+	}
+	return l
+}
+
+func (r *fnRewriter) sharedLimit64() *ptx.Reg {
+	r.sharedLimit()
+	if r.shLim64 == nil {
+		r.shLim64 = r.q()
+	}
+	return r.shLim64
+}
+
+func (r *fnRewriter) genericSharedBase() *ptx.Reg {
+	if r.gsb == nil {
+		r.gsb = r.q()
+	}
+	return r.gsb
+}
+
+func (r *fnRewriter) localRange() *spanRange {
+	if r.local == nil && len(r.localVars) > 0 {
+		r.local = &spanRange{lo: r.q()}
+	}
+	return r.local
+}
+
+func (r *fnRewriter) constRange() *spanRange {
+	if r.cnst == nil {
+		r.cnst = &spanRange{lo: r.q(), sizeReg: r.q()}
+	}
+	return r.cnst
+}
+
+func (r *fnRewriter) genericConstRange() *spanRange {
+	if r.gconst == nil {
+		r.constRange()
+		r.gconst = &spanRange{lo: r.q(), sizeReg: r.cnst.sizeReg}
+	}
+	return r.gconst
+}
+
+func (r *fnRewriter) genericParamRange() *spanRange {
+	if r.gparam == nil && r.f.Entry && len(r.f.Params) > 0 {
+		slots, err := r.f.ParamLayout()
+		if err != nil || len(slots) == 0 {
+			return nil
+		}
+		last := slots[len(slots)-1]
+		r.gparam = &spanRange{lo: r.q(), size: int64(last.Offset + last.Size)}
+	}
+	return r.gparam
+}
+
+// finish declares the guard's registers and inserts the prologue after the
+// body's leading declarations.
+func (r *fnRewriter) finish() {
+	var pro []ptx.Stmt
+	add := func(in *ptx.Instruction) { pro = append(pro, in) }
+	pv := &ptx.Symbol{Name: ParamsVar}
+	if r.lo != nil {
+		add(ins("ld.const.u64", r.lo, addr(pv, paramLo)))
+	}
+	if r.smask != nil {
+		add(ins("ld.const.u64", r.smask, addr(pv, paramMask)))
+		for _, wd := range sortedKeys(r.masks) {
+			add(ins("or.b64", r.masks[wd], r.smask, imm(int64(wd-1))))
+		}
+	}
+	if r.gbase != nil {
+		add(ins("ld.const.u64", r.gbase, addr(pv, paramGlobals)))
+	}
+	if r.shLim != nil {
+		t := r.w()
+		add(ins("mov.u32", t, &ptx.Reg{Name: "%total_smem_size"}))
+		add(ins("ld.const.u32", r.shLim, addr(pv, paramReserve)))
+		add(ins("add.u32", r.shLim, r.shLim, t))
+		for _, k := range sortedKeys(r.shLimK) {
+			add(ins("shr.u32", r.shLimK[k], r.shLim, imm(int64(k))))
+		}
+		if r.shLim64 != nil {
+			add(ins("cvt.u64.u32", r.shLim64, r.shLim))
+		}
+	}
+	if r.gsb != nil {
+		add(ins("mov.u64", r.gsb, imm(0)))
+		add(ins("cvta.shared.u64", r.gsb, r.gsb))
+	}
+	if r.local != nil {
+		pro = append(pro, r.rangeOf(r.local, r.localVars, "")...)
+		if r.localGeneric != nil {
+			add(ins("cvta.local.u64", r.localGeneric, r.local.lo))
+		}
+	}
+	if r.cnst != nil {
+		pro = append(pro, r.rangeOf(r.cnst, r.g.consts, "")...)
+		if r.gconst != nil {
+			add(ins("cvta.const.u64", r.gconst.lo, r.cnst.lo))
+		}
+	}
+	if r.gparam != nil {
+		add(ins("mov.u64", r.gparam.lo, &ptx.Symbol{Name: r.f.Params[0].Name}))
+		add(ins("cvta.param.u64", r.gparam.lo, r.gparam.lo))
+	}
+	if r.recorded {
+		add(ins("mov.u32", r.countReg(), imm(0)))
+		if r.lo != nil {
+			add(ins("mov.b64", r.a, r.lo))
+		}
+	}
+	var decls []ptx.Stmt
+	for _, d := range []struct {
+		n int
+		t ptx.Type
+		s string
+	}{{r.nq, ptx.TypeB64, "q"}, {r.nr, ptx.TypeB32, "r"}, {r.np, ptx.TypePred, "p"}} {
+		if d.n > 0 {
+			decls = append(decls, &ptx.Var{Space: ptx.SpaceReg, Type: d.t, Name: r.prefix + d.s, Count: d.n})
+		}
+	}
+	body := r.f.Body.Stmts
+	at := 0
+	for at < len(body) {
+		if _, ok := body[at].(*ptx.Var); !ok {
+			break
+		}
+		at++
+	}
+	out := make([]ptx.Stmt, 0, len(body)+len(decls)+len(pro))
+	out = append(out, decls...)
+	out = append(out, body[:at]...)
+	out = append(out, pro...)
+	out = append(out, body[at:]...)
+	r.f.Body.Stmts = out
+}
+
+// rangeOf computes [lo, lo+size) covering the variables vs: their lowest
+// address and highest end. With one variable the size is an immediate.
+func (r *fnRewriter) rangeOf(sr *spanRange, vs []*ptx.Var, _ string) []ptx.Stmt {
+	var out []ptx.Stmt
+	if len(vs) == 1 && sr.sizeReg == nil {
+		size, _, _ := varShape(vs[0])
+		sr.size = int64(size)
+		return append(out, ins("mov.u64", sr.lo, &ptx.Symbol{Name: vs[0].Name}))
+	}
+	end := sr.sizeReg
+	if end == nil {
+		end = r.q()
+		sr.sizeReg = end
+	}
+	t := r.q()
+	for i, v := range vs {
+		size, _, _ := varShape(v)
+		if i == 0 {
+			out = append(out, ins("mov.u64", sr.lo, &ptx.Symbol{Name: v.Name}))
+			out = append(out, ins("add.u64", end, sr.lo, imm(int64(size))))
+			continue
+		}
+		out = append(out, ins("mov.u64", t, &ptx.Symbol{Name: v.Name}))
+		out = append(out, ins("min.u64", sr.lo, sr.lo, t))
+		out = append(out, ins("add.u64", t, t, imm(int64(size))))
+		out = append(out, ins("max.u64", end, end, t))
+	}
+	// The size register holds the end until here.
+	out = append(out, ins("sub.u64", end, end, sr.lo))
+	return out
+}
+
+func sortedKeys[V any](m map[int]V) []int {
+	ks := make([]int, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	for i := 1; i < len(ks); i++ {
+		for j := i; j > 0 && ks[j] < ks[j-1]; j-- {
+			ks[j], ks[j-1] = ks[j-1], ks[j]
+		}
+	}
+	return ks
+}
+
+func log2(w int) int { return bits.TrailingZeros(uint(w)) }
