@@ -44,10 +44,11 @@ type streamObj struct {
 // scheduler, in order with the session's other work; until then it is pending.
 type fenceObj struct {
 	ev     backend.Event
-	rec    *sched.Command // the record: a wait for the fence is issued after it
 	issued chan struct{} // closed once the record was issued (or failed to be)
 	err    atomic.Pointer[error]
 	once   sync.Once
+
+	rec *sched.Command // the record: a wait for the fence is issued after it
 }
 
 func (f *fenceObj) markIssued(err error) {

@@ -153,12 +153,12 @@ type PreemptEvent struct {
 // Base implements every hook as a no-op; embed it to implement only some.
 type Base struct{}
 
-func (Base) Init(*Host) error                         { return nil }
-func (Base) OnSessionOpen(*Host, SessionEvent) error  { return nil }
-func (Base) OnSubmit(*Host, SubmitEvent) error        { return nil }
-func (Base) OnComplete(*Host, CompleteEvent) error    { return nil }
-func (Base) OnPreempt(*Host, PreemptEvent) error      { return nil }
-func (Base) OnTick(*Host, time.Duration) error        { return nil }
+func (Base) Init(*Host) error                        { return nil }
+func (Base) OnSessionOpen(*Host, SessionEvent) error { return nil }
+func (Base) OnSubmit(*Host, SubmitEvent) error       { return nil }
+func (Base) OnComplete(*Host, CompleteEvent) error   { return nil }
+func (Base) OnPreempt(*Host, PreemptEvent) error     { return nil }
+func (Base) OnTick(*Host, time.Duration) error       { return nil }
 
 // builtin marks the policies compiled into gpuos: trusted not to hang, so
 // their hooks are not timed (a GC pause must not eject them).
