@@ -1,0 +1,82 @@
+package policy
+
+import (
+	"time"
+)
+
+// fakeEnv is an Env with fixed tenants and in-memory maps.
+type fakeEnv struct {
+	names   []string
+	weights []int64
+	queued  []int
+	usage   []int64
+	now     time.Duration
+	maps    map[string]*fakeMap
+}
+
+func newFakeEnv(names ...string) *fakeEnv {
+	e := &fakeEnv{names: names, maps: map[string]*fakeMap{}}
+	e.weights = make([]int64, len(names))
+	e.queued = make([]int, len(names))
+	e.usage = make([]int64, len(names))
+	for i := range e.weights {
+		e.weights[i] = 1
+	}
+	return e
+}
+
+func (e *fakeEnv) ok(t uint32) bool { return int(t) < len(e.names) }
+
+func (e *fakeEnv) Now() time.Duration { return e.now }
+func (e *fakeEnv) NumTenants() int    { return len(e.names) }
+func (e *fakeEnv) TenantName(t uint32) string {
+	if e.ok(t) {
+		return e.names[t]
+	}
+	return ""
+}
+func (e *fakeEnv) Class(t uint32) int { return 0 }
+func (e *fakeEnv) Weight(t, _ uint32) int64 {
+	if e.ok(t) {
+		return e.weights[t]
+	}
+	return 1
+}
+func (e *fakeEnv) MemoryShare(uint32) uint64 { return 0 }
+func (e *fakeEnv) Sessions(uint32) int       { return 1 }
+func (e *fakeEnv) Queued(t, _ uint32) int {
+	if e.ok(t) {
+		return e.queued[t]
+	}
+	return 0
+}
+func (e *fakeEnv) InFlight(uint32, uint32) int { return 0 }
+func (e *fakeEnv) Usage(t, _ uint32) int64 {
+	if e.ok(t) {
+		return e.usage[t]
+	}
+	return 0
+}
+func (e *fakeEnv) HeadCost(uint32, uint32) int64  { return 1000 }
+func (e *fakeEnv) HeadSeq(uint32, uint32) uint64  { return 0 }
+func (e *fakeEnv) EngineInFlight(uint32) int      { return 0 }
+func (e *fakeEnv) SliceTarget() time.Duration     { return time.Millisecond }
+func (e *fakeEnv) Map(name string) Map {
+	m, ok := e.maps[name]
+	if !ok {
+		m = &fakeMap{}
+		e.maps[name] = m
+	}
+	return m
+}
+
+type fakeMap struct{ vals map[uint32]int64 }
+
+func (m *fakeMap) Get(t uint32) int64 { return m.vals[t] }
+func (m *fakeMap) Set(t uint32, v int64) {
+	if m.vals == nil {
+		m.vals = map[uint32]int64{}
+	}
+	m.vals[t] = v
+}
+func (m *fakeMap) Add(t uint32, d int64) int64 { m.Set(t, m.Get(t)+d); return m.vals[t] }
