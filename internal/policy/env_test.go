@@ -57,10 +57,10 @@ func (e *fakeEnv) Usage(t, _ uint32) int64 {
 	}
 	return 0
 }
-func (e *fakeEnv) HeadCost(uint32, uint32) int64  { return 1000 }
-func (e *fakeEnv) HeadSeq(uint32, uint32) uint64  { return 0 }
-func (e *fakeEnv) EngineInFlight(uint32) int      { return 0 }
-func (e *fakeEnv) SliceTarget() time.Duration     { return time.Millisecond }
+func (e *fakeEnv) HeadCost(uint32, uint32) int64 { return 1000 }
+func (e *fakeEnv) HeadSeq(uint32, uint32) uint64 { return 0 }
+func (e *fakeEnv) EngineInFlight(uint32) int     { return 0 }
+func (e *fakeEnv) SliceTarget() time.Duration    { return time.Millisecond }
 func (e *fakeEnv) Map(name string) Map {
 	m, ok := e.maps[name]
 	if !ok {
