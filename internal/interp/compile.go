@@ -963,11 +963,11 @@ func (fc *fnCompiler) src(op ptx.Operand, t ptx.Type) (int32, error) {
 		if err != nil {
 			return 0, invalid(fc.line, "%v", err)
 		}
-		if t.Bits() < 64 && t.Bits() > 0 && !t.IsFloat() {
-			v &= 1<<uint(t.Bits()) - 1
-		}
-		if t == ptx.TypePred {
+		switch {
+		case t == ptx.TypePred:
 			v = b2u(v != 0)
+		case t.Bits() < 64 && t.Bits() > 0 && !t.IsFloat():
+			v &= 1<<uint(t.Bits()) - 1
 		}
 		return fc.konst(v), nil
 	case *ptx.Symbol:

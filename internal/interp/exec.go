@@ -139,8 +139,9 @@ func (k *Kernel) Run(ctx context.Context, l Launch) (Result, error) {
 	if g.fault != nil {
 		return res, g.fault
 	}
-	if err := ctx.Err(); err != nil {
-		return res, &Fault{Kind: FaultCanceled, Kernel: k.name, Err: err}
+	if res.Blocks < g.blocks {
+		// No fault, so the launch stopped because ctx was canceled.
+		return res, &Fault{Kind: FaultCanceled, Kernel: k.name, Err: ctx.Err()}
 	}
 	return res, nil
 }

@@ -81,6 +81,7 @@ func (w *worker) formatC(t *thread, format string, args uint64) (string, int) {
 			continue
 		}
 		// %[flags][width][.precision][length]conversion
+		start := i
 		j := i + 1
 		for j < len(format) && strings.IndexByte("-+ #0", format[j]) >= 0 {
 			j++
@@ -189,7 +190,7 @@ func (w *worker) formatC(t *thread, format string, args uint64) (string, int) {
 			n++
 			fmt.Fprintf(&b, "%"+spec+"s", fmt.Sprintf("0x%x", v))
 		default:
-			b.WriteString(format[i-len(spec)-1 : j+1])
+			b.WriteString(format[start : j+1])
 		}
 	}
 	return b.String(), n

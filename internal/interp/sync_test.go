@@ -684,3 +684,111 @@ func TestCpAsync(t *testing.T) {
 		}
 	}
 }
+
+func TestSpecialRegisterValues(t *testing.T) {
+	src := `.visible .entry t(.param .u64 out)
+{` + instRegs + `
+	.shared .align 4 .b8 s[100];
+	ld.param.u64 %io, [out];
+	mov.u32 %r0, %tid.x;
+	mov.u32 %r1, %tid.y;
+	mov.u32 %r2, %ntid.x;
+	mad.lo.u32 %r3, %r1, %r2, %r0;
+	mov.u32 %r4, %ctaid.x;
+	mad.lo.u32 %r3, %r4, 40, %r3;
+	mul.wide.u32 %rd0, %r3, 48;
+	add.u64 %rd0, %rd0, %io;
+	mov.u32 %r6, %laneid;
+	mov.u32 %r7, %warpid;
+	mov.u32 %r8, %lanemask_eq;
+	mov.u32 %r9, %lanemask_le;
+	st.global.v4.u32 [%rd0], {%r6, %r7, %r8, %r9};
+	mov.u32 %r10, %lanemask_lt;
+	mov.u32 %r11, %lanemask_ge;
+	mov.u32 %r12, %lanemask_gt;
+	mov.u32 %r13, %smid;
+	st.global.v4.u32 [%rd0+16], {%r10, %r11, %r12, %r13};
+	mov.u32 %r14, %nsmid;
+	mov.u32 %r15, %dynamic_smem_size;
+	mov.u32 %r16, %total_smem_size;
+	mov.u32 %r17, %nctaid.x;
+	st.global.v4.u32 [%rd0+32], {%r14, %r15, %r16, %r17};
+	ret;
+}`
+	p := compileSrc(t, instHeader+src)
+	k := kernel(t, p, "t")
+	mem := newDevMem()
+	blocks, per := 5, 40
+	oa, ob := mem.alloc(48 * blocks * per)
+	_, err := k.Run(context.Background(), Launch{Grid: dim(uint32(blocks), 1, 1), Block: dim(8, 5, 1), DynamicShared: 60,
+		Params: packParams(t, k, oa), Global: mem, SMs: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := u32s(ob)
+	for b := 0; b < blocks; b++ {
+		for tl := 0; tl < per; tl++ {
+			lane := uint32(tl % 32)
+			want := []uint32{lane, uint32(tl / 32), 1 << lane, uint32(uint64(1)<<(lane+1) - 1), 1<<lane - 1, ^uint32(1<<lane - 1),
+				^uint32(uint64(1)<<(lane+1) - 1), uint32(b % 4), 4, 60, 100 + 60 + 12, uint32(blocks)}
+			row := got[12*(b*per+tl) : 12*(b*per+tl)+12]
+			for j := range want {
+				if row[j] != want[j] {
+					t.Errorf("block %d thread %d register %d = %#x, want %#x", b, tl, j, row[j], want[j])
+				}
+			}
+		}
+	}
+}
+
+// A lane that exits no longer takes part in warp collectives.
+func TestExitedLanesLeaveCollectives(t *testing.T) {
+	src := `.visible .entry t(.param .u64 out)
+{` + instRegs + tidPrologue + `
+	setp.ge.u32 %p1, %r0, 24;
+	@%p1 exit;
+	mul.wide.u32 %rd0, %r0, 8;
+	add.u64 %rd0, %rd0, %io;
+	shfl.sync.idx.b32 %r1, %r0, 30, 0x1f, 0xffffffff;
+	vote.sync.ballot.b32 %r2, 1, 0xffffffff;
+	st.global.v2.u32 [%rd0], {%r1, %r2};
+	ret;
+}`
+	got := runThreads(t, src, dim(1, 1, 1), dim(32, 1, 1), 32)
+	for l := 0; l < 24; l++ {
+		// Lane 30 has exited: each lane gets its own value.
+		if v, b := uint32(got[l]), uint32(got[l]>>32); v != uint32(l) || b != 0x00ffffff {
+			t.Errorf("lane %d: shfl %d ballot %#x, want %d 0xffffff", l, v, b, l)
+		}
+	}
+}
+
+// Labels are scoped by blocks, as inline assembly repeated by inlining needs.
+func TestScopedLabels(t *testing.T) {
+	src := `.visible .entry t(.param .u64 out)
+{` + instRegs + `
+	ld.param.u64 %io, [out];
+	mov.u32 %r1, 0;
+	{
+	.reg .pred p;
+	setp.eq.u32 p, %r1, 0;
+	@p bra SKIP;
+	add.u32 %r1, %r1, 100;
+SKIP:
+	add.u32 %r1, %r1, 1;
+	}
+	{
+	.reg .pred p;
+	setp.eq.u32 p, %r1, 0;
+	@p bra SKIP;
+	add.u32 %r1, %r1, 10;
+SKIP:
+	add.u32 %r1, %r1, 1;
+	}
+	st.global.u32 [%io], %r1;
+	ret;
+}`
+	if got := runThreads(t, src, dim(1, 1, 1), dim(1, 1, 1), 1); uint32(got[0]) != 12 {
+		t.Errorf("got %d, want 12", uint32(got[0]))
+	}
+}
