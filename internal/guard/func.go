@@ -271,6 +271,12 @@ func (r *fnRewriter) genericSharedBase() *ptx.Reg {
 func (r *fnRewriter) localRange() *spanRange {
 	if r.local == nil && len(r.localVars) > 0 {
 		r.local = &spanRange{lo: r.q()}
+		if len(r.localVars) == 1 {
+			size, _, _ := varShape(r.localVars[0])
+			r.local.size = int64(size)
+		} else {
+			r.local.sizeReg = r.q()
+		}
 	}
 	return r.local
 }
@@ -388,16 +394,10 @@ func (r *fnRewriter) finish() {
 // address and highest end. With one variable the size is an immediate.
 func (r *fnRewriter) rangeOf(sr *spanRange, vs []*ptx.Var, _ string) []ptx.Stmt {
 	var out []ptx.Stmt
-	if len(vs) == 1 && sr.sizeReg == nil {
-		size, _, _ := varShape(vs[0])
-		sr.size = int64(size)
+	if sr.sizeReg == nil { // one variable: its size is known
 		return append(out, ins("mov.u64", sr.lo, &ptx.Symbol{Name: vs[0].Name}))
 	}
 	end := sr.sizeReg
-	if end == nil {
-		end = r.q()
-		sr.sizeReg = end
-	}
 	t := r.q()
 	for i, v := range vs {
 		size, _, _ := varShape(v)
