@@ -2,10 +2,22 @@ package interp
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpuos/gpuos/internal/ptx"
 )
+
+func readKernelFile(b *testing.B, name string) []byte {
+	src, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kernels", name))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return src
+}
 
 // cpuTime is the process's user+system CPU time: benchmarks report
 // instructions per CPU second too, which stays meaningful on a loaded machine.
@@ -90,4 +102,36 @@ func BenchmarkReduceShfl(b *testing.B) {
 		out, _ := mem.alloc(4)
 		return packParams(b, k, in, out, n)
 	})
+}
+
+// BenchmarkCompile measures loading a 500-line nvcc module (libm.ptx).
+func BenchmarkCompile(b *testing.B) {
+	src := readKernelFile(b, "libm.ptx")
+	m, err := ptx.Parse(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Compile(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSmallLaunch measures the fixed cost of a launch: one warp of vecadd.
+func BenchmarkSmallLaunch(b *testing.B) {
+	p := compileFile(b, "vecadd.ptx")
+	k, _ := p.Kernel("vecadd")
+	mem := newDevMem()
+	a, _ := mem.alloc(128)
+	bb, _ := mem.alloc(128)
+	c, _ := mem.alloc(128)
+	l := Launch{Grid: dim(1, 1, 1), Block: dim(32, 1, 1), Params: packParams(b, k, a, bb, c, 32), Global: mem}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := k.Run(context.Background(), l); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

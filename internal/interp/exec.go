@@ -119,16 +119,22 @@ func (k *Kernel) Run(ctx context.Context, l Launch) (Result, error) {
 		workers = int(g.blocks)
 	}
 	ws := make([]*worker, workers)
-	var wg sync.WaitGroup
 	for i := range ws {
 		ws[i] = newWorker(g)
-		wg.Add(1)
-		go func(w *worker) {
-			defer wg.Done()
-			w.loop()
-		}(ws[i])
 	}
-	wg.Wait()
+	if workers == 1 {
+		ws[0].loop() // small launches skip the goroutine hand-off
+	} else {
+		var wg sync.WaitGroup
+		for _, w := range ws {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.loop()
+			}()
+		}
+		wg.Wait()
+	}
 	var res Result
 	for _, w := range ws {
 		res.Instructions += w.total
