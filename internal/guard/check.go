@@ -16,12 +16,12 @@ type cmp struct {
 // piece is the check of one access: instructions, then either comparisons
 // (all must hold) or a predicate register already holding the result.
 type piece struct {
-	pre  []ptx.Stmt
-	cmps []cmp
-	pred *ptx.Reg
-	rec  ptx.Operand // the address to record on a violation
-	acc  access
-	rec32 bool       // rec is a 32-bit register
+	pre   []ptx.Stmt
+	cmps  []cmp
+	pred  *ptx.Reg
+	rec   ptx.Operand // the address to record on a violation
+	acc   access
+	rec32 bool // rec is a 32-bit register
 }
 
 // target is an access's address, resolved.

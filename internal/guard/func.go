@@ -15,9 +15,9 @@ type fnRewriter struct {
 	f  *ptx.Function
 	id int64 // 1-based, as Record.Function
 
-	regs     map[string]ptx.Type // declared registers by name
-	families map[string]ptx.Type // parameterized register families by base name
-	prefix   string
+	regs       map[string]ptx.Type // declared registers by name
+	families   map[string]ptx.Type // parameterized register families by base name
+	prefix     string
 	nq, nr, np int // fresh .b64, .b32 and .pred registers used
 
 	// Values the prologue computes, created on first use.
@@ -48,12 +48,12 @@ type spanRange struct {
 }
 
 type cacheKey struct {
-	space          spaceClass
-	base           string
-	off            int64
-	width, align   int
-	guard          string
-	hint           bool
+	space        spaceClass
+	base         string
+	off          int64
+	width, align int
+	guard        string
+	hint         bool
 }
 
 type cached struct{ ok, bad *ptx.Reg }
@@ -174,13 +174,22 @@ func (r *fnRewriter) regType(name string) ptx.Type {
 	return ptx.TypeNone
 }
 
-func (r *fnRewriter) q() *ptx.Reg { r.nq++; return &ptx.Reg{Name: fmt.Sprintf("%sq%d", r.prefix, r.nq-1)} }
-func (r *fnRewriter) w() *ptx.Reg { r.nr++; return &ptx.Reg{Name: fmt.Sprintf("%sr%d", r.prefix, r.nr-1)} }
-func (r *fnRewriter) p() *ptx.Reg { r.np++; return &ptx.Reg{Name: fmt.Sprintf("%sp%d", r.prefix, r.np-1)} }
+func (r *fnRewriter) q() *ptx.Reg {
+	r.nq++
+	return &ptx.Reg{Name: fmt.Sprintf("%sq%d", r.prefix, r.nq-1)}
+}
+func (r *fnRewriter) w() *ptx.Reg {
+	r.nr++
+	return &ptx.Reg{Name: fmt.Sprintf("%sr%d", r.prefix, r.nr-1)}
+}
+func (r *fnRewriter) p() *ptx.Reg {
+	r.np++
+	return &ptx.Reg{Name: fmt.Sprintf("%sp%d", r.prefix, r.np-1)}
+}
 
 func ins(name string, ops ...ptx.Operand) *ptx.Instruction { return ptx.NewInstruction(name, ops...) }
-func imm(v int64) *ptx.Int                              { return &ptx.Int{Value: v} }
-func addr(base ptx.Operand, off int64) *ptx.Address     { return &ptx.Address{Base: base, Offset: off} }
+func imm(v int64) *ptx.Int                                 { return &ptx.Int{Value: v} }
+func addr(base ptx.Operand, off int64) *ptx.Address        { return &ptx.Address{Base: base, Offset: off} }
 
 func when(in *ptx.Instruction, p *ptx.Reg, neg bool) *ptx.Instruction {
 	in.Guard = &ptx.Guard{Reg: p, Negated: neg}

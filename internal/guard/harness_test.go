@@ -189,18 +189,18 @@ type kspec struct {
 	args        []arg
 }
 
-func f32buf(n int) arg   { return arg{buf: 4 * n, fill: "f32"} }
-func f64buf(n int) arg   { return arg{buf: 8 * n, fill: "f64"} }
-func u32buf(n int) arg   { return arg{buf: 4 * n, fill: "u32"} }
-func u64buf(n int) arg   { return arg{buf: 8 * n, fill: "u64"} }
-func i32buf(n int) arg   { return arg{buf: 4 * n, fill: "i32small"} }
-func zeros(n int) arg    { return arg{buf: n, fill: "zero"} }
-func s32(v int32) arg    { return arg{val: v} }
-func u64v(v uint64) arg  { return arg{val: v} }
-func f32v(v float32) arg { return arg{val: v} }
-func f64v(v float64) arg { return arg{val: v} }
-func d3(x uint32) [3]uint32       { return [3]uint32{x, 1, 1} }
-func d2(x, y uint32) [3]uint32    { return [3]uint32{x, y, 1} }
+func f32buf(n int) arg         { return arg{buf: 4 * n, fill: "f32"} }
+func f64buf(n int) arg         { return arg{buf: 8 * n, fill: "f64"} }
+func u32buf(n int) arg         { return arg{buf: 4 * n, fill: "u32"} }
+func u64buf(n int) arg         { return arg{buf: 8 * n, fill: "u64"} }
+func i32buf(n int) arg         { return arg{buf: 4 * n, fill: "i32small"} }
+func zeros(n int) arg          { return arg{buf: n, fill: "zero"} }
+func s32(v int32) arg          { return arg{val: v} }
+func u64v(v uint64) arg        { return arg{val: v} }
+func f32v(v float32) arg       { return arg{val: v} }
+func f64v(v float64) arg       { return arg{val: v} }
+func d3(x uint32) [3]uint32    { return [3]uint32{x, 1, 1} }
+func d2(x, y uint32) [3]uint32 { return [3]uint32{x, y, 1} }
 
 // kernelSpecs gives every kernel in testdata/kernels inputs that keep it in
 // bounds: the benign corpus.
