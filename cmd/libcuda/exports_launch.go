@@ -1,0 +1,110 @@
+package main
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	cu "github.com/gpuos/gpuos/internal/abi/cuda"
+	"github.com/gpuos/gpuos/internal/shim"
+)
+
+// Launches and occupancy. The launch path stays short: no thread lookup, no
+// allocation here; the packing buffer is pooled in internal/shim.
+
+func launch(f uint64, gx, gy, gz, bx, by, bz, shared uint32, stream uint64, params, extra unsafe.Pointer) int32 {
+	r := drv.LaunchKernel(f, [3]uint32{gx, gy, gz}, [3]uint32{bx, by, bz}, shared, stream, uintptr(params), uintptr(extra))
+	if r != cu.CUDA_SUCCESS {
+		return ret("cuLaunchKernel", r)
+	}
+	return success
+}
+
+//export cuLaunchKernel
+func cuLaunchKernel(f uint64, gx, gy, gz, bx, by, bz, shared uint32, stream uint64, params, extra unsafe.Pointer) int32 {
+	return launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
+}
+
+//export cuLaunchKernel_ptsz
+func cuLaunchKernel_ptsz(f uint64, gx, gy, gz, bx, by, bz, shared uint32, stream uint64, params, extra unsafe.Pointer) int32 {
+	return launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
+}
+
+func launchEx(cfg unsafe.Pointer, f uint64, params, extra unsafe.Pointer) int32 {
+	c, r := shim.ReadLaunchConfig(uintptr(cfg))
+	if r != cu.CUDA_SUCCESS {
+		return ret("cuLaunchKernelEx", r)
+	}
+	return ret("cuLaunchKernelEx", drv.LaunchKernelEx(thread(), c, f, uintptr(params), uintptr(extra)))
+}
+
+//export cuLaunchKernelEx
+func cuLaunchKernelEx(cfg unsafe.Pointer, f uint64, params, extra unsafe.Pointer) int32 {
+	return launchEx(cfg, f, params, extra)
+}
+
+//export cuLaunchKernelEx_ptsz
+func cuLaunchKernelEx_ptsz(cfg unsafe.Pointer, f uint64, params, extra unsafe.Pointer) int32 {
+	return launchEx(cfg, f, params, extra)
+}
+
+func maxActiveBlocks(n *int32, f uint64, blockSize int32, shared uintptr, flags uint32) int32 {
+	if n == nil {
+		return invalidValue
+	}
+	v, r := drv.OccupancyMaxActiveBlocks(f, blockSize, uint64(shared), flags)
+	if r == cu.CUDA_SUCCESS {
+		*n = v
+	}
+	return ret("cuOccupancyMaxActiveBlocksPerMultiprocessor", r)
+}
+
+//export cuOccupancyMaxActiveBlocksPerMultiprocessor
+func cuOccupancyMaxActiveBlocksPerMultiprocessor(n *int32, f uint64, blockSize int32, shared uintptr) int32 {
+	return maxActiveBlocks(n, f, blockSize, shared, 0)
+}
+
+//export cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
+func cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(n *int32, f uint64, blockSize int32, shared uintptr, flags uint32) int32 {
+	return maxActiveBlocks(n, f, blockSize, shared, flags)
+}
+
+func potentialBlockSize(minGrid, blockSize *int32, f uint64, b2d unsafe.Pointer, shared uintptr, limit int32, flags uint32) int32 {
+	if minGrid == nil || blockSize == nil {
+		return invalidValue
+	}
+	var sharedFor func(int32) uint64
+	if b2d != nil {
+		sharedFor = func(b int32) uint64 { return uint64(C.gpuos_call_b2d(b2d, C.int(b))) }
+	}
+	g, b, r := drv.OccupancyMaxPotentialBlockSize(f, sharedFor, uint64(shared), limit, flags)
+	if r == cu.CUDA_SUCCESS {
+		*minGrid, *blockSize = g, b
+	}
+	return ret("cuOccupancyMaxPotentialBlockSize", r)
+}
+
+//export cuOccupancyMaxPotentialBlockSize
+func cuOccupancyMaxPotentialBlockSize(minGrid, blockSize *int32, f uint64, b2d unsafe.Pointer, shared uintptr, limit int32) int32 {
+	return potentialBlockSize(minGrid, blockSize, f, b2d, shared, limit, 0)
+}
+
+//export cuOccupancyMaxPotentialBlockSizeWithFlags
+func cuOccupancyMaxPotentialBlockSizeWithFlags(minGrid, blockSize *int32, f uint64, b2d unsafe.Pointer, shared uintptr, limit int32, flags uint32) int32 {
+	return potentialBlockSize(minGrid, blockSize, f, b2d, shared, limit, flags)
+}
+
+//export cuOccupancyAvailableDynamicSMemPerBlock
+func cuOccupancyAvailableDynamicSMemPerBlock(shared *uintptr, f uint64, numBlocks, blockSize int32) int32 {
+	if shared == nil {
+		return invalidValue
+	}
+	v, r := drv.OccupancyAvailableDynamicSMemPerBlock(f, numBlocks, blockSize)
+	if r == cu.CUDA_SUCCESS {
+		*shared = uintptr(v)
+	}
+	return ret("cuOccupancyAvailableDynamicSMemPerBlock", r)
+}

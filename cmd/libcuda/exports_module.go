@@ -1,0 +1,398 @@
+package main
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	cu "github.com/gpuos/gpuos/internal/abi/cuda"
+	"github.com/gpuos/gpuos/internal/shim"
+)
+
+// Modules, libraries, functions and kernels.
+
+func putHandle(name string, out *uint64, h uint64, r shim.Result) int32 {
+	if r == cu.CUDA_SUCCESS {
+		*out = h
+	}
+	return ret(name, r)
+}
+
+//export cuModuleLoad
+func cuModuleLoad(mod *uint64, fname *C.char) int32 {
+	path, ok := goString(fname)
+	if mod == nil || !ok {
+		return invalidValue
+	}
+	h, r := drv.ModuleLoad(thread(), path)
+	return putHandle("cuModuleLoad", mod, h, r)
+}
+
+//export cuModuleLoadData
+func cuModuleLoadData(mod *uint64, image unsafe.Pointer) int32 {
+	if mod == nil || image == nil {
+		return invalidValue
+	}
+	h, r := drv.ModuleLoadData(thread(), uintptr(image))
+	return putHandle("cuModuleLoadData", mod, h, r)
+}
+
+// cuModuleLoadDataEx takes JIT options, which tune a compilation gpuos leaves
+// to the daemon: they are ignored, except that log buffers are given empty
+// logs (and the error log the error) so that callers printing them print
+// something true.
+//
+//export cuModuleLoadDataEx
+func cuModuleLoadDataEx(mod *uint64, image unsafe.Pointer, n uint32, options *uint32, values *unsafe.Pointer) int32 {
+	if mod == nil || image == nil || (n > 0 && (options == nil || values == nil)) {
+		return invalidValue
+	}
+	h, r := drv.ModuleLoadData(thread(), uintptr(image))
+	if n > 0 {
+		jitLogs(unsafe.Slice(options, n), unsafe.Slice(values, n), r)
+	}
+	return putHandle("cuModuleLoadDataEx", mod, h, r)
+}
+
+// jitLogs fills the log buffers among JIT options.
+func jitLogs(opts []uint32, vals []unsafe.Pointer, r shim.Result) {
+	size := func(which cu.CUjit_option) uintptr {
+		for i, o := range opts {
+			if cu.CUjit_option(o) == which {
+				return uintptr(vals[i]) // a size travels as the pointer's value
+			}
+		}
+		return 0
+	}
+	for i, o := range opts {
+		var msg string
+		var n uintptr
+		switch cu.CUjit_option(o) {
+		case cu.CU_JIT_INFO_LOG_BUFFER:
+			n = size(cu.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)
+		case cu.CU_JIT_ERROR_LOG_BUFFER:
+			n = size(cu.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+			if r != cu.CUDA_SUCCESS {
+				msg = "gpuos: module load failed: " + r.Name() + " (see the gpuos-shim log)"
+			}
+		default:
+			continue
+		}
+		if vals[i] != nil && n > 0 {
+			putString((*C.char)(vals[i]), int32(min(n, 1<<30)), msg)
+		}
+	}
+}
+
+//export cuModuleLoadFatBinary
+func cuModuleLoadFatBinary(mod *uint64, fatbin unsafe.Pointer) int32 {
+	if mod == nil || fatbin == nil {
+		return invalidValue
+	}
+	h, r := drv.ModuleLoadData(thread(), uintptr(fatbin))
+	return putHandle("cuModuleLoadFatBinary", mod, h, r)
+}
+
+//export cuModuleUnload
+func cuModuleUnload(mod uint64) int32 { return ret("cuModuleUnload", drv.ModuleUnload(mod)) }
+
+//export cuModuleGetLoadingMode
+func cuModuleGetLoadingMode(mode *uint32) int32 {
+	if mode == nil {
+		return invalidValue
+	}
+	*mode = uint32(cu.CU_MODULE_EAGER_LOADING)
+	return success
+}
+
+//export cuModuleGetFunction
+func cuModuleGetFunction(fn *uint64, mod uint64, name *C.char) int32 {
+	s, ok := goString(name)
+	if fn == nil || !ok {
+		return invalidValue
+	}
+	h, r := drv.ModuleGetFunction(mod, s)
+	return putHandle("cuModuleGetFunction", fn, h, r)
+}
+
+//export cuModuleGetFunctionCount
+func cuModuleGetFunctionCount(count *uint32, mod uint64) int32 {
+	if count == nil {
+		return invalidValue
+	}
+	fs, r := drv.ModuleFunctions(mod)
+	if r == cu.CUDA_SUCCESS {
+		*count = uint32(len(fs))
+	}
+	return ret("cuModuleGetFunctionCount", r)
+}
+
+//export cuModuleEnumerateFunctions
+func cuModuleEnumerateFunctions(fns *uint64, n uint32, mod uint64) int32 {
+	if fns == nil && n > 0 {
+		return invalidValue
+	}
+	fs, r := drv.ModuleFunctions(mod)
+	if r == cu.CUDA_SUCCESS {
+		copy(unsafe.Slice(fns, n), fs)
+	}
+	return ret("cuModuleEnumerateFunctions", r)
+}
+
+func getGlobal(name string, dptr *uint64, bytes *uintptr, addr, size uint64, r shim.Result) int32 {
+	if r == cu.CUDA_SUCCESS {
+		if dptr != nil {
+			*dptr = addr
+		}
+		if bytes != nil {
+			*bytes = uintptr(size)
+		}
+	}
+	return ret(name, r)
+}
+
+//export cuModuleGetGlobal_v2
+func cuModuleGetGlobal_v2(dptr *uint64, bytes *uintptr, mod uint64, name *C.char) int32 {
+	s, ok := goString(name)
+	if !ok {
+		return invalidValue
+	}
+	addr, size, r := drv.ModuleGetGlobal(mod, s)
+	return getGlobal("cuModuleGetGlobal", dptr, bytes, addr, size, r)
+}
+
+// Libraries. Their JIT and library options are hints about when to load;
+// gpuos loads at once.
+
+//export cuLibraryLoadData
+func cuLibraryLoadData(lib *uint64, code unsafe.Pointer, jitOpts *uint32, jitVals *unsafe.Pointer, nJit uint32,
+	libOpts *uint32, libVals *unsafe.Pointer, nLib uint32) int32 {
+	if lib == nil || code == nil {
+		return invalidValue
+	}
+	h, r := drv.LibraryLoadData(thread(), uintptr(code))
+	if nJit > 0 && jitOpts != nil && jitVals != nil {
+		jitLogs(unsafe.Slice(jitOpts, nJit), unsafe.Slice(jitVals, nJit), r)
+	}
+	return putHandle("cuLibraryLoadData", lib, h, r)
+}
+
+//export cuLibraryLoadFromFile
+func cuLibraryLoadFromFile(lib *uint64, fname *C.char, jitOpts *uint32, jitVals *unsafe.Pointer, nJit uint32,
+	libOpts *uint32, libVals *unsafe.Pointer, nLib uint32) int32 {
+	path, ok := goString(fname)
+	if lib == nil || !ok {
+		return invalidValue
+	}
+	h, r := drv.LibraryLoadFromFile(thread(), path)
+	return putHandle("cuLibraryLoadFromFile", lib, h, r)
+}
+
+//export cuLibraryUnload
+func cuLibraryUnload(lib uint64) int32 { return ret("cuLibraryUnload", drv.LibraryUnload(lib)) }
+
+//export cuLibraryGetKernel
+func cuLibraryGetKernel(k *uint64, lib uint64, name *C.char) int32 {
+	s, ok := goString(name)
+	if k == nil || !ok {
+		return invalidValue
+	}
+	h, r := drv.LibraryGetKernel(lib, s)
+	return putHandle("cuLibraryGetKernel", k, h, r)
+}
+
+//export cuLibraryGetKernelCount
+func cuLibraryGetKernelCount(count *uint32, lib uint64) int32 {
+	if count == nil {
+		return invalidValue
+	}
+	ks, r := drv.LibraryKernels(lib)
+	if r == cu.CUDA_SUCCESS {
+		*count = uint32(len(ks))
+	}
+	return ret("cuLibraryGetKernelCount", r)
+}
+
+//export cuLibraryEnumerateKernels
+func cuLibraryEnumerateKernels(ks *uint64, n uint32, lib uint64) int32 {
+	if ks == nil && n > 0 {
+		return invalidValue
+	}
+	all, r := drv.LibraryKernels(lib)
+	if r == cu.CUDA_SUCCESS {
+		copy(unsafe.Slice(ks, n), all)
+	}
+	return ret("cuLibraryEnumerateKernels", r)
+}
+
+//export cuLibraryGetModule
+func cuLibraryGetModule(mod *uint64, lib uint64) int32 {
+	if mod == nil {
+		return invalidValue
+	}
+	h, r := drv.LibraryGetModule(lib)
+	return putHandle("cuLibraryGetModule", mod, h, r)
+}
+
+//export cuLibraryGetGlobal
+func cuLibraryGetGlobal(dptr *uint64, bytes *uintptr, lib uint64, name *C.char) int32 {
+	s, ok := goString(name)
+	if !ok {
+		return invalidValue
+	}
+	addr, size, r := drv.LibraryGetGlobal(lib, s)
+	return getGlobal("cuLibraryGetGlobal", dptr, bytes, addr, size, r)
+}
+
+//export cuLibraryGetManaged
+func cuLibraryGetManaged(dptr *uint64, bytes *uintptr, lib uint64, name *C.char) int32 {
+	return ret("cuLibraryGetManaged", drv.Refuse("cuLibraryGetManaged: managed memory"))
+}
+
+//export cuLibraryGetUnifiedFunction
+func cuLibraryGetUnifiedFunction(fptr *unsafe.Pointer, lib uint64, symbol *C.char) int32 {
+	return ret("cuLibraryGetUnifiedFunction", drv.Refuse("cuLibraryGetUnifiedFunction: unified function pointers"))
+}
+
+//export cuKernelGetFunction
+func cuKernelGetFunction(fn *uint64, k uint64) int32 {
+	if fn == nil {
+		return invalidValue
+	}
+	h, r := drv.KernelGetFunction(k)
+	return putHandle("cuKernelGetFunction", fn, h, r)
+}
+
+//export cuKernelGetLibrary
+func cuKernelGetLibrary(lib *uint64, k uint64) int32 {
+	if lib == nil {
+		return invalidValue
+	}
+	h, r := drv.KernelGetLibrary(k)
+	return putHandle("cuKernelGetLibrary", lib, h, r)
+}
+
+func funcAttr(name string, pi *int32, attr uint32, f uint64) int32 {
+	if pi == nil {
+		return invalidValue
+	}
+	v, r := drv.FuncGetAttribute(cu.CUfunction_attribute(attr), f)
+	if r == cu.CUDA_SUCCESS {
+		*pi = v
+	}
+	return ret(name, r)
+}
+
+//export cuKernelGetAttribute
+func cuKernelGetAttribute(pi *int32, attr uint32, k uint64, dev int32) int32 {
+	return funcAttr("cuKernelGetAttribute", pi, attr, k)
+}
+
+//export cuKernelSetAttribute
+func cuKernelSetAttribute(attr uint32, val int32, k uint64, dev int32) int32 {
+	return ret("cuKernelSetAttribute", drv.FuncSetAttribute(k, cu.CUfunction_attribute(attr), val))
+}
+
+//export cuKernelSetCacheConfig
+func cuKernelSetCacheConfig(k uint64, cfg uint32, dev int32) int32 {
+	return ret("cuKernelSetCacheConfig", drv.FuncSetCacheConfig(k, cu.CUfunc_cache(cfg)))
+}
+
+func funcName(name string, out **C.char, f uint64) int32 {
+	if out == nil {
+		return invalidValue
+	}
+	s, r := drv.FuncGetName(f)
+	if r == cu.CUDA_SUCCESS {
+		*out = cstring(s)
+	}
+	return ret(name, r)
+}
+
+//export cuKernelGetName
+func cuKernelGetName(out **C.char, k uint64) int32 { return funcName("cuKernelGetName", out, k) }
+
+func paramInfo(name string, f uint64, index uintptr, off, size *uintptr) int32 {
+	o, s, r := drv.FuncGetParamInfo(f, uint64(index))
+	if r == cu.CUDA_SUCCESS {
+		if off != nil {
+			*off = uintptr(o)
+		}
+		if size != nil {
+			*size = uintptr(s)
+		}
+	}
+	return ret(name, r)
+}
+
+//export cuKernelGetParamInfo
+func cuKernelGetParamInfo(k uint64, index uintptr, off, size *uintptr) int32 {
+	return paramInfo("cuKernelGetParamInfo", k, index, off, size)
+}
+
+//export cuFuncGetAttribute
+func cuFuncGetAttribute(pi *int32, attr uint32, f uint64) int32 {
+	return funcAttr("cuFuncGetAttribute", pi, attr, f)
+}
+
+//export cuFuncSetAttribute
+func cuFuncSetAttribute(f uint64, attr uint32, val int32) int32 {
+	return ret("cuFuncSetAttribute", drv.FuncSetAttribute(f, cu.CUfunction_attribute(attr), val))
+}
+
+//export cuFuncSetCacheConfig
+func cuFuncSetCacheConfig(f uint64, cfg uint32) int32 {
+	return ret("cuFuncSetCacheConfig", drv.FuncSetCacheConfig(f, cu.CUfunc_cache(cfg)))
+}
+
+// cuFuncSetSharedMemConfig sets a deprecated bank-size preference that no
+// current GPU has: accepted for a valid function and configuration.
+//
+//export cuFuncSetSharedMemConfig
+func cuFuncSetSharedMemConfig(f uint64, cfg uint32) int32 {
+	if _, r := drv.FuncGetModule(f); r != cu.CUDA_SUCCESS {
+		return ret("cuFuncSetSharedMemConfig", r)
+	}
+	if cfg > uint32(cu.CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE) {
+		return invalidValue
+	}
+	return success
+}
+
+//export cuFuncGetModule
+func cuFuncGetModule(mod *uint64, f uint64) int32 {
+	if mod == nil {
+		return invalidValue
+	}
+	h, r := drv.FuncGetModule(f)
+	return putHandle("cuFuncGetModule", mod, h, r)
+}
+
+//export cuFuncGetName
+func cuFuncGetName(out **C.char, f uint64) int32 { return funcName("cuFuncGetName", out, f) }
+
+//export cuFuncGetParamInfo
+func cuFuncGetParamInfo(f uint64, index uintptr, off, size *uintptr) int32 {
+	return paramInfo("cuFuncGetParamInfo", f, index, off, size)
+}
+
+//export cuFuncIsLoaded
+func cuFuncIsLoaded(state *uint32, f uint64) int32 {
+	if state == nil {
+		return invalidValue
+	}
+	_, r := drv.FuncGetModule(f)
+	if r == cu.CUDA_SUCCESS {
+		*state = uint32(cu.CU_FUNCTION_LOADING_STATE_LOADED)
+	}
+	return ret("cuFuncIsLoaded", r)
+}
+
+//export cuFuncLoad
+func cuFuncLoad(f uint64) int32 {
+	_, r := drv.FuncGetModule(f)
+	return ret("cuFuncLoad", r)
+}

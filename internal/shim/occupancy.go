@@ -1,0 +1,139 @@
+package shim
+
+import (
+	cu "github.com/gpuos/gpuos/internal/abi/cuda"
+)
+
+// Occupancy is computed from the function's attributes and the device's, the
+// way the CUDA occupancy calculator does: a block's threads are allocated by
+// whole warps, its registers in units of 256 per warp, its shared memory in
+// units of 128 bytes plus the per-block reservation; an SM holds as many
+// blocks as the scarcest of threads, blocks, registers and shared memory
+// allows.
+
+const (
+	regAllocUnit    = 256 // registers, per warp
+	sharedAllocUnit = 128 // bytes
+)
+
+func roundUp(v, unit uint64) uint64 { return (v + unit - 1) / unit * unit }
+
+// blocksPerSM is how many blocks of f with blockSize threads and dynShared
+// bytes of dynamic shared memory fit on one SM.
+func blocksPerSM(f *function, blockSize uint64, dynShared uint64) uint64 {
+	dv := f.mod.ctx.dev
+	a := func(x cu.CUdevice_attribute) uint64 { return uint64(max(dv.attr(x), 0)) }
+	warp := max(a(cu.CU_DEVICE_ATTRIBUTE_WARP_SIZE), 1)
+	if blockSize == 0 || blockSize > uint64(f.maxThreads()) {
+		return 0
+	}
+	warps := (blockSize + warp - 1) / warp
+	n := a(cu.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR) / (warps * warp)
+	if mb := a(cu.CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR); mb > 0 {
+		n = min(n, mb)
+	}
+	if regs := uint64(f.info.NumRegs); regs > 0 {
+		perBlock := roundUp(regs*warp, regAllocUnit) * warps
+		if lim := a(cu.CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK); lim > 0 && perBlock > lim {
+			return 0
+		}
+		if perSM := a(cu.CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR); perSM > 0 {
+			n = min(n, perSM/perBlock)
+		}
+	}
+	shared := uint64(f.info.SharedSizeBytes) + dynShared
+	if optin := a(cu.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN); optin > 0 && shared > optin {
+		return 0
+	}
+	if shared > 0 {
+		perBlock := roundUp(shared, sharedAllocUnit) + a(cu.CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK)
+		if perSM := a(cu.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR); perSM > 0 {
+			n = min(n, perSM/perBlock)
+		}
+	}
+	return n
+}
+
+// OccupancyMaxActiveBlocks is cuOccupancyMaxActiveBlocksPerMultiprocessor
+// (WithFlags: the only flag changes caching, which does not change the
+// count).
+func (d *Driver) OccupancyMaxActiveBlocks(fh uint64, blockSize int32, dynShared uint64, flags uint32) (int32, Result) {
+	f, r := d.function(fh)
+	if r != cu.CUDA_SUCCESS {
+		return 0, r
+	}
+	if flags > uint32(cu.CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE) || blockSize <= 0 {
+		return 0, cu.CUDA_ERROR_INVALID_VALUE
+	}
+	return int32(blocksPerSM(f, uint64(blockSize), dynShared)), cu.CUDA_SUCCESS
+}
+
+// OccupancyMaxPotentialBlockSize is cuOccupancyMaxPotentialBlockSize: the
+// block size (a multiple of the warp size, at most limit when limit > 0) with
+// the most threads per SM, and the grid that fills the device with it.
+// sharedFor, if not nil, gives the dynamic shared memory a block size needs.
+func (d *Driver) OccupancyMaxPotentialBlockSize(fh uint64, sharedFor func(blockSize int32) uint64, dynShared uint64, limit int32, flags uint32) (minGrid, blockSize int32, r Result) {
+	f, r := d.function(fh)
+	if r != cu.CUDA_SUCCESS {
+		return 0, 0, r
+	}
+	if flags > uint32(cu.CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE) || limit < 0 {
+		return 0, 0, cu.CUDA_ERROR_INVALID_VALUE
+	}
+	dv := f.mod.ctx.dev
+	warp := uint64(max(dv.attr(cu.CU_DEVICE_ATTRIBUTE_WARP_SIZE), 1))
+	most := uint64(f.maxThreads())
+	if limit > 0 {
+		most = min(most, uint64(limit))
+	}
+	candidates := []uint64{}
+	for b := most / warp * warp; b >= warp; b -= warp {
+		candidates = append(candidates, b)
+	}
+	if len(candidates) == 0 && most > 0 {
+		candidates = append(candidates, most)
+	}
+	var bestThreads, bestSize, bestBlocks uint64
+	for _, b := range candidates {
+		shared := dynShared
+		if sharedFor != nil {
+			shared = sharedFor(int32(b))
+		}
+		n := blocksPerSM(f, b, shared)
+		if n*b > bestThreads {
+			bestThreads, bestSize, bestBlocks = n*b, b, n
+		}
+	}
+	sms := uint64(max(dv.attr(cu.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT), 1))
+	return int32(bestBlocks * sms), int32(bestSize), cu.CUDA_SUCCESS
+}
+
+// OccupancyAvailableDynamicSMemPerBlock is
+// cuOccupancyAvailableDynamicSMemPerBlock: the most dynamic shared memory a
+// block may use for numBlocks blocks of blockSize threads to fit on an SM.
+func (d *Driver) OccupancyAvailableDynamicSMemPerBlock(fh uint64, numBlocks, blockSize int32) (uint64, Result) {
+	f, r := d.function(fh)
+	if r != cu.CUDA_SUCCESS {
+		return 0, r
+	}
+	if numBlocks <= 0 || blockSize <= 0 {
+		return 0, cu.CUDA_ERROR_INVALID_VALUE
+	}
+	if blocksPerSM(f, uint64(blockSize), 0) < uint64(numBlocks) {
+		return 0, cu.CUDA_SUCCESS
+	}
+	dv := f.mod.ctx.dev
+	a := func(x cu.CUdevice_attribute) uint64 { return uint64(max(dv.attr(x), 0)) }
+	share := a(cu.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) / uint64(numBlocks)
+	reserved := a(cu.CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK)
+	if share <= reserved {
+		return 0, cu.CUDA_SUCCESS
+	}
+	perBlock := (share - reserved) / sharedAllocUnit * sharedAllocUnit
+	perBlock = min(perBlock, a(cu.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
+	static := uint64(f.info.SharedSizeBytes)
+	if perBlock <= static {
+		return 0, cu.CUDA_SUCCESS
+	}
+	return perBlock - static, cu.CUDA_SUCCESS
+}
