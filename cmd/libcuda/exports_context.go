@@ -88,7 +88,9 @@ func cuCtxPopCurrent(pctx *uint64) int32 { return ctxPop(pctx) }
 func cuCtxPopCurrent_v2(pctx *uint64) int32 { return ctxPop(pctx) }
 
 //export cuCtxSetCurrent
-func cuCtxSetCurrent(ctx uint64) int32 { return ret("cuCtxSetCurrent", drv.CtxSetCurrent(thread(), ctx)) }
+func cuCtxSetCurrent(ctx uint64) int32 {
+	return ret("cuCtxSetCurrent", drv.CtxSetCurrent(thread(), ctx))
+}
 
 //export cuCtxGetCurrent
 func cuCtxGetCurrent(pctx *uint64) int32 {

@@ -151,7 +151,9 @@ func cuStreamQuery(h uint64) int32 { return streamQuery(h) }
 //export cuStreamQuery_ptsz
 func cuStreamQuery_ptsz(h uint64) int32 { return streamQuery(h) }
 
-func streamSync(h uint64) int32 { return ret("cuStreamSynchronize", drv.StreamSynchronize(thread(), h)) }
+func streamSync(h uint64) int32 {
+	return ret("cuStreamSynchronize", drv.StreamSynchronize(thread(), h))
+}
 
 //export cuStreamSynchronize
 func cuStreamSynchronize(h uint64) int32 { return streamSync(h) }
