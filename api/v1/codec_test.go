@@ -104,6 +104,14 @@ func TestMalformedPayloads(t *testing.T) {
 		{"huge session count", v1.TypeSessions, []byte{0xff, 0xff, 0xff, 0xff}, "cannot fit"},
 		{"huge device count", v1.TypeDevices, append([]byte{0xff, 0xff, 0xff, 0x0f}, make([]byte, 100)...), "cannot fit"},
 		{"empty with a byte", v1.TypeEmpty, []byte{0}, "trailing"},
+		{"shm get unknown flag", v1.TypeShmGet, v1.Marshal(&v1.ShmGet{Flags: 1 << 5}), "shm flags"},
+		{"shm ctl op 0", v1.TypeShmCtl, v1.Marshal(&v1.ShmCtl{}), "shm op"},
+		{"shm ctl op 4", v1.TypeShmCtl, v1.Marshal(&v1.ShmCtl{Op: 4}), "shm op"},
+		{"shm ctl session right", v1.TypeShmCtl, v1.Marshal(&v1.ShmCtl{Op: v1.ShmAllow, Rights: v1.RightLaunch}), "rights"},
+		{"shm segment session right", v1.TypeShmSegment, v1.Marshal(&v1.ShmSegment{Rights: v1.RightAlloc}), "rights"},
+		{"shm stat access right", v1.TypeShmStat, v1.Marshal(&v1.ShmStat{Allowed: []v1.ShmAccess{{Rights: 1 << 40}}}), "rights"},
+		{"shm stat count cannot fit", v1.TypeShmStat, append(v1.Marshal(&v1.ShmStat{})[:25], 0xff, 0xff, 0, 0), "cannot fit"},
+		{"session stat without swap counters", v1.TypeSessionStat, v1.Marshal(&v1.SessionStat{})[:len(v1.Marshal(&v1.SessionStat{}))-16], "truncated"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,10 +28,11 @@
 // # Decoding
 //
 // Decoding is strict and never panics: truncation, trailing bytes, a bool that
-// is not 0 or 1, unknown flag or rights bits, a count whose elements cannot fit
-// in what is left, an invalid enum (Dir, Role, Memset.ElemSize) or a wrong
-// Hello magic is Malformed (errors.Is(err, ErrMalformed)). A decoder never
-// allocates more than the frame holds. Decoded byte slices alias the payload.
+// is not 0 or 1, unknown flag or rights bits (ShmGet.Flags included), a count
+// whose elements cannot fit in what is left, an invalid enum (Dir, Role,
+// Memset.ElemSize, ShmCtl.Op) or a wrong Hello magic is Malformed
+// (errors.Is(err, ErrMalformed)). A decoder never allocates more than the
+// frame holds. Decoded byte slices alias the payload.
 //
 // # Where this package fills gaps in the specification
 //
@@ -40,7 +41,8 @@
 //   - Reply types are numbered from 128: Empty 128, Error 129, then HelloReply,
 //     Devices, SessionOpened, Sessions, AuditLines, BufferCreated, Data,
 //     ProgramLoaded, KernelInfo, StreamCreated, FenceCreated, RightsReply,
-//     Granted, MemInfoReply, Duration, SessionStat, SessionAttached (130..146).
+//     Granted, MemInfoReply, Duration, SessionStat, SessionAttached,
+//     ShmSegment, ShmStat (130..148).
 //     A reply frame's type names its payload. An error reply has type Error and
 //     flags Reply|Error; its ID is the request's.
 //   - Flags must be consistent: Reply with NoReply, or Error without Reply, is
@@ -54,7 +56,10 @@
 //     attach; the table line for Attach named no right).
 //   - Rights fields must hold only known bits: session rights in OpenSession,
 //     SessionOpened, SessionStat, Restrict, RightsReply and AttachSession;
-//     buffer rights in Grant.
+//     buffer rights in Grant, ShmSegment, ShmCtl and ShmStat.
+//   - Shared memory segments (ShmGet, ShmAttach, ShmCtl: the shm-like API)
+//     need RightGrant, like Grant and Attach; creating one also needs
+//     RightAlloc, which the driver checks.
 //   - Memcpy: Data must be exactly Size bytes for HtoD and empty otherwise.
 //     NoReply is refused for DtoH (its reply carries the bytes), by
 //     AdmitMessage after decoding.

@@ -323,10 +323,13 @@ type SessionStat struct {
 	QueueDelayNs uint64
 	Violations   uint32
 	State        string
+	// Swapping (issue 8), appended to the encoding.
+	Evictions    uint64 // chunks of the session's tenant evicted to host memory, in total
+	SwappedBytes uint64 // bytes of the tenant's memory in host memory now
 }
 
 // minSessionStatSize is the encoded size of a zero SessionStat.
-const minSessionStatSize = 8 + 4 + 4 + 4 + 4 + 8 + 8 + 4*3 + 8*3 + 4*2 + 8*2 + 4 + 4
+const minSessionStatSize = 8 + 4 + 4 + 4 + 4 + 8 + 8 + 4*3 + 8*3 + 4*2 + 8*2 + 4 + 4 + 8*2
 
 func (*SessionStat) Type() Type { return TypeSessionStat }
 func (m *SessionStat) Encode(e *Encoder) {
@@ -349,6 +352,8 @@ func (m *SessionStat) Encode(e *Encoder) {
 	e.PutUint64(m.QueueDelayNs)
 	e.PutUint32(m.Violations)
 	e.PutString(m.State)
+	e.PutUint64(m.Evictions)
+	e.PutUint64(m.SwappedBytes)
 }
 func (m *SessionStat) Decode(d *Decoder) error {
 	m.ID = d.Uint64()
@@ -370,6 +375,8 @@ func (m *SessionStat) Decode(d *Decoder) error {
 	m.QueueDelayNs = d.Uint64()
 	m.Violations = d.Uint32()
 	m.State = d.Text()
+	m.Evictions = d.Uint64()
+	m.SwappedBytes = d.Uint64()
 	return d.Err()
 }
 
@@ -1116,3 +1123,195 @@ type DriverInfo struct{}
 func (*DriverInfo) Type() Type              { return TypeDriverInfo }
 func (*DriverInfo) Encode(*Encoder)         {}
 func (*DriverInfo) Decode(d *Decoder) error { return d.Err() }
+
+// ShmFlags modify ShmGet.
+type ShmFlags uint32
+
+// ShmGet flags.
+const (
+	// ShmCreate creates the segment if the owner has none of that name (only
+	// in the session's own tenant).
+	ShmCreate ShmFlags = 1 << iota
+	// ShmExclusive, with ShmCreate, fails if the segment exists.
+	ShmExclusive
+
+	knownShmFlags = ShmCreate | ShmExclusive
+)
+
+// MaxShmName bounds a segment's name, in bytes.
+const MaxShmName = 255
+
+// ShmGet finds, or creates, a named shared device memory segment: Owner's
+// (empty: the session's own tenant) segment called Name. Size is the size
+// to create; when finding, 0 or at most the segment's size. The reply is a
+// ShmSegment whose handle ShmAttach and ShmCtl take.
+type ShmGet struct {
+	Owner string
+	Name  string
+	Size  uint64
+	Flags ShmFlags
+}
+
+func (*ShmGet) Type() Type { return TypeShmGet }
+func (m *ShmGet) Encode(e *Encoder) {
+	e.PutString(m.Owner)
+	e.PutString(m.Name)
+	e.PutUint64(m.Size)
+	e.PutUint32(uint32(m.Flags))
+}
+func (m *ShmGet) Decode(d *Decoder) error {
+	m.Owner = d.Text()
+	m.Name = d.Text()
+	m.Size = d.Uint64()
+	m.Flags = ShmFlags(d.Uint32())
+	if m.Flags&^knownShmFlags != 0 {
+		d.Failf("shm flags %#x: unknown bits", uint32(m.Flags))
+	}
+	return d.Err()
+}
+
+// ShmSegment answers ShmGet: the segment's handle in this session, what it
+// is, the buffer rights the session has on it, and whether this call created
+// it.
+type ShmSegment struct {
+	Handle  uint64
+	Owner   string
+	Name    string
+	Size    uint64
+	Rights  Rights // buffer rights
+	Created bool
+}
+
+func (*ShmSegment) Type() Type { return TypeShmSegment }
+func (m *ShmSegment) Encode(e *Encoder) {
+	e.PutUint64(m.Handle)
+	e.PutString(m.Owner)
+	e.PutString(m.Name)
+	e.PutUint64(m.Size)
+	e.PutUint64(uint64(m.Rights))
+	e.PutBool(m.Created)
+}
+func (m *ShmSegment) Decode(d *Decoder) error {
+	m.Handle = d.Uint64()
+	m.Owner = d.Text()
+	m.Name = d.Text()
+	m.Size = d.Uint64()
+	m.Rights = d.bufferRights()
+	m.Created = d.Bool()
+	return d.Err()
+}
+
+// ShmAttach maps a segment into the session's window; the reply is a
+// BufferCreated whose handle (Release it to detach) is a mapping.
+type ShmAttach struct {
+	Segment  uint64
+	ReadOnly bool
+}
+
+func (*ShmAttach) Type() Type { return TypeShmAttach }
+func (m *ShmAttach) Encode(e *Encoder) {
+	e.PutUint64(m.Segment)
+	e.PutBool(m.ReadOnly)
+}
+func (m *ShmAttach) Decode(d *Decoder) error {
+	m.Segment = d.Uint64()
+	m.ReadOnly = d.Bool()
+	return d.Err()
+}
+
+// ShmOp is what ShmCtl does.
+type ShmOp uint8
+
+// ShmCtl operations.
+const (
+	// ShmStatOp reports the segment.
+	ShmStatOp ShmOp = iota + 1
+	// ShmRemove removes the segment's name; the memory goes once nobody
+	// holds a handle to it any more (the owner tenant only).
+	ShmRemove
+	// ShmAllow gives Tenant the buffer rights Rights on the segment (the
+	// owner tenant only). Narrowing narrows the handles Tenant's sessions
+	// hold; no rights revokes them, and their mappings.
+	ShmAllow
+
+	shmOpMax
+)
+
+// ShmCtl operates on a segment; the reply is its ShmStat (after the
+// operation).
+type ShmCtl struct {
+	Segment uint64
+	Op      ShmOp
+	Tenant  string // ShmAllow
+	Rights  Rights // ShmAllow: buffer rights
+}
+
+func (*ShmCtl) Type() Type { return TypeShmCtl }
+func (m *ShmCtl) Encode(e *Encoder) {
+	e.PutUint64(m.Segment)
+	e.PutUint8(uint8(m.Op))
+	e.PutString(m.Tenant)
+	e.PutUint64(uint64(m.Rights))
+}
+func (m *ShmCtl) Decode(d *Decoder) error {
+	m.Segment = d.Uint64()
+	m.Op = ShmOp(d.Uint8())
+	m.Tenant = d.Text()
+	m.Rights = d.bufferRights()
+	if d.Err() == nil && (m.Op == 0 || m.Op >= shmOpMax) {
+		d.Failf("shm op %d", m.Op)
+	}
+	return d.Err()
+}
+
+// ShmAccess is a tenant's rights on a segment.
+type ShmAccess struct {
+	Tenant string
+	Rights Rights // buffer rights
+}
+
+// minShmAccessSize is the encoded size of a zero ShmAccess.
+const minShmAccessSize = 4 + 8
+
+// ShmStat describes a segment.
+type ShmStat struct {
+	Owner    string
+	Name     string
+	Size     uint64
+	Handles  uint32 // segment handles held, in every session
+	Mappings uint32 // attachments alive, in every session
+	Removed  bool
+	Allowed  []ShmAccess // tenants other than the owner that may attach it
+}
+
+func (*ShmStat) Type() Type { return TypeShmStat }
+func (m *ShmStat) Encode(e *Encoder) {
+	e.PutString(m.Owner)
+	e.PutString(m.Name)
+	e.PutUint64(m.Size)
+	e.PutUint32(m.Handles)
+	e.PutUint32(m.Mappings)
+	e.PutBool(m.Removed)
+	e.PutCount(len(m.Allowed))
+	for _, a := range m.Allowed {
+		e.PutString(a.Tenant)
+		e.PutUint64(uint64(a.Rights))
+	}
+}
+func (m *ShmStat) Decode(d *Decoder) error {
+	m.Owner = d.Text()
+	m.Name = d.Text()
+	m.Size = d.Uint64()
+	m.Handles = d.Uint32()
+	m.Mappings = d.Uint32()
+	m.Removed = d.Bool()
+	m.Allowed = nil
+	if n := d.Count(minShmAccessSize); n > 0 {
+		m.Allowed = make([]ShmAccess, n)
+		for i := range m.Allowed {
+			m.Allowed[i].Tenant = d.Text()
+			m.Allowed[i].Rights = d.bufferRights()
+		}
+	}
+	return d.Err()
+}

@@ -10,6 +10,11 @@ func TestMinElementSizes(t *testing.T) {
 	if e.Len() != minDeviceInfoSize {
 		t.Errorf("zero DeviceInfo encodes to %d bytes, minDeviceInfoSize is %d", e.Len(), minDeviceInfoSize)
 	}
+	e.Reset()
+	(&ShmStat{Allowed: []ShmAccess{{}}}).Encode(&e)
+	if n := e.Len() - len(Marshal(&ShmStat{})); n != minShmAccessSize {
+		t.Errorf("zero ShmAccess encodes to %d bytes, minShmAccessSize is %d", n, minShmAccessSize)
+	}
 	if n := len(Marshal(&SessionStat{})); n != minSessionStatSize {
 		t.Errorf("zero SessionStat encodes to %d bytes, minSessionStatSize is %d", n, minSessionStatSize)
 	}

@@ -38,6 +38,9 @@ const (
 	TypeMemInfo         Type = 40
 	TypeFenceElapsed    Type = 41
 	TypeSessionInfo     Type = 42
+	TypeShmGet          Type = 43
+	TypeShmAttach       Type = 44
+	TypeShmCtl          Type = 45
 
 	// Control, manager to driver.
 	TypeAttachSession Type = 60
@@ -68,6 +71,8 @@ const (
 	TypeDuration        Type = 144
 	TypeSessionStat     Type = 145
 	TypeSessionAttached Type = 146
+	TypeShmSegment      Type = 147
+	TypeShmStat         Type = 148
 )
 
 // Info is one row of the message table.
@@ -127,6 +132,9 @@ var messageTable = [...]Info{
 	{Type: TypeMemInfo, Name: "MemInfo", New: func() Message { return new(MemInfo) }, Reply: TypeMemInfoReply, Endpoints: EndpointDriver},
 	{Type: TypeFenceElapsed, Name: "FenceElapsed", New: func() Message { return new(FenceElapsed) }, Reply: TypeDuration, Endpoints: EndpointDriver},
 	{Type: TypeSessionInfo, Name: "SessionInfo", New: func() Message { return new(SessionInfo) }, Reply: TypeSessionStat, Endpoints: EndpointDriver},
+	{Type: TypeShmGet, Name: "ShmGet", New: func() Message { return new(ShmGet) }, Reply: TypeShmSegment, Endpoints: EndpointDriver, Right: RightGrant},
+	{Type: TypeShmAttach, Name: "ShmAttach", New: func() Message { return new(ShmAttach) }, Reply: TypeBufferCreated, Endpoints: EndpointDriver, Right: RightGrant},
+	{Type: TypeShmCtl, Name: "ShmCtl", New: func() Message { return new(ShmCtl) }, Reply: TypeShmStat, Endpoints: EndpointDriver, Right: RightGrant},
 
 	{Type: TypeAttachSession, Name: "AttachSession", New: func() Message { return new(AttachSession) }, Reply: TypeSessionAttached, Endpoints: EndpointControl, FDs: 1},
 	{Type: TypeDriverStats, Name: "DriverStats", New: func() Message { return new(DriverStats) }, Reply: TypeSessions, Endpoints: EndpointControl},
@@ -152,6 +160,8 @@ var messageTable = [...]Info{
 	{Type: TypeDuration, Name: "Duration", New: func() Message { return new(Duration) }},
 	{Type: TypeSessionStat, Name: "SessionStat", New: func() Message { return new(SessionStat) }},
 	{Type: TypeSessionAttached, Name: "SessionAttached", New: func() Message { return new(SessionAttached) }},
+	{Type: TypeShmSegment, Name: "ShmSegment", New: func() Message { return new(ShmSegment) }},
+	{Type: TypeShmStat, Name: "ShmStat", New: func() Message { return new(ShmStat) }},
 }
 
 // tableIndex maps a Type below 256 to its row in messageTable, plus one.

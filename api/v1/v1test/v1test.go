@@ -15,6 +15,7 @@ func Samples() []v1.Message {
 		ID: 7, Tenant: "alice", Device: 1, PID: 4242, Label: "train", Rights: v1.RightLaunch | v1.RightCopy,
 		MemoryBytes: 1 << 30, Buffers: 3, Programs: 2, Streams: 4, Launches: 1000, Copies: 20, CopyBytes: 1 << 20,
 		InFlight: 5, QueueDepth: 6, GPUTimeNs: 123456789, QueueDelayNs: 98765, Violations: 1, State: "active",
+		Evictions: 12, SwappedBytes: 6 << 20,
 	}
 	dev := v1.DeviceInfo{
 		Ordinal: 0, Name: "NVIDIA H100 80GB HBM3", UUID: uuid, PCIBusID: "0000:19:00.0",
@@ -55,6 +56,9 @@ func Samples() []v1.Message {
 		&v1.MemInfo{},
 		&v1.FenceElapsed{Start: 15, End: 17},
 		&v1.SessionInfo{},
+		&v1.ShmGet{Owner: "alice", Name: "frames", Size: 256 << 20, Flags: v1.ShmCreate | v1.ShmExclusive},
+		&v1.ShmAttach{Segment: 19, ReadOnly: true},
+		&v1.ShmCtl{Segment: 19, Op: v1.ShmAllow, Tenant: "bob", Rights: v1.RightBufferRead},
 
 		&v1.AttachSession{SessionID: 7, Tenant: "alice", Rights: v1.AllSessionRights, MemoryQuota: 8 << 30,
 			Weight: 3, Priority: -1, PID: 4242, UID: 1000, Label: "train"},
@@ -83,6 +87,9 @@ func Samples() []v1.Message {
 		&v1.Duration{Ns: 1500},
 		&stat,
 		&v1.SessionAttached{WindowBase: 1 << 40, WindowSize: 1 << 34},
+		&v1.ShmSegment{Handle: 19, Owner: "alice", Name: "frames", Size: 256 << 20, Rights: v1.RightBufferRead | v1.RightBufferWrite, Created: true},
+		&v1.ShmStat{Owner: "alice", Name: "frames", Size: 256 << 20, Handles: 2, Mappings: 3, Removed: true,
+			Allowed: []v1.ShmAccess{{Tenant: "bob", Rights: v1.RightBufferRead}, {Tenant: "carol", Rights: v1.RightBufferRead | v1.RightBufferWrite}}},
 	}
 }
 
