@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -17,7 +15,6 @@ import (
 	"github.com/gpuos/gpuos/client"
 	"github.com/gpuos/gpuos/examples"
 	"github.com/gpuos/gpuos/internal/config"
-	"github.com/gpuos/gpuos/internal/manager"
 )
 
 func init() {
@@ -58,24 +55,12 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "gpuos-demo-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	m, err := manager.New(manager.Options{Config: cfg, Socket: filepath.Join(dir, "gpuos.sock"), Backend: *backendName,
-		AuditLog: filepath.Join(dir, "audit.jsonl"), DriverArgs: []string{"--sim-memory", "4GiB"}})
-	if err != nil {
-		return err
-	}
-	defer m.Close()
 	fmt.Fprintf(stdout, "gpuos demo: starting a manager and its driver processes (backend %s)...\n", *backendName)
-	if err := m.Start(ctx); err != nil {
+	m, stop, err := localDaemon(ctx, cfg, *backendName)
+	if err != nil {
 		return err
 	}
-	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go m.Serve(sctx)
 
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()

@@ -117,3 +117,20 @@ func TestDoctor(t *testing.T) {
 		t.Errorf("doctor --backend sim: %d\n%s", code, out)
 	}
 }
+
+func TestBenchQuickOnSim(t *testing.T) {
+	js := filepath.Join(t.TempDir(), "bench.json")
+	code, out := runCmd(t, "bench", "--backend", "sim", "--quick", "--rounds", "1", "--json", js)
+	if code != 0 {
+		t.Fatalf("bench exited %d:\n%s", code, out)
+	}
+	for _, want := range []string{"async empty launch", "launch + synchronize", "HtoD pageable", "alloc + free 1 MiB", "memory-bound kernel"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bench output lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile(js)
+	if err != nil || !bytes.Contains(b, []byte(`"results"`)) {
+		t.Errorf("json file: %v\n%s", err, b)
+	}
+}
