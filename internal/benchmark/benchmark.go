@@ -61,7 +61,7 @@ type side interface {
 	launchSync(iters int) ([]time.Duration, error)
 	smallCopy(iters int) ([]time.Duration, error)
 	copyBandwidth(n int, pinned, toDevice bool) (time.Duration, error) // 0: not available
-	allocFree(iters int) ([]time.Duration, error)                       // nil: not available
+	allocFree(iters int) ([]time.Duration, error)                      // nil: not available
 	kernelTime(floats int) (time.Duration, error)
 	close()
 }
@@ -151,9 +151,9 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	add(Result{Name: "64 B synchronous HtoD copy", Unit: "µs"}, nv, gv)
 
 	for _, c := range []struct {
-		name           string
-		pinned, toDev  bool
-		target         string
+		name          string
+		pinned, toDev bool
+		target        string
 	}{
 		{"HtoD pinned", true, true, ">= 0.9x native"},
 		{"DtoH pinned", true, false, ">= 0.9x native"},
