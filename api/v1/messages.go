@@ -1048,6 +1048,11 @@ type AttachSession struct {
 	PID         int32
 	UID         uint32
 	Label       string
+	// Trust is the tenant's trust tier; TrustedModules the operator's
+	// allowlist of machine-code modules (SHA-256 of the image), which only a
+	// trusted tenant may load (issue 5).
+	Trust          TrustTier
+	TrustedModules [][32]byte
 }
 
 func (*AttachSession) Type() Type { return TypeAttachSession }
@@ -1061,6 +1066,8 @@ func (m *AttachSession) Encode(e *Encoder) {
 	e.PutInt32(m.PID)
 	e.PutUint32(m.UID)
 	e.PutString(m.Label)
+	e.PutUint8(uint8(m.Trust))
+	e.putHashes(m.TrustedModules)
 }
 func (m *AttachSession) Decode(d *Decoder) error {
 	m.SessionID = d.Uint64()
@@ -1072,6 +1079,8 @@ func (m *AttachSession) Decode(d *Decoder) error {
 	m.PID = d.Int32()
 	m.UID = d.Uint32()
 	m.Label = d.Text()
+	m.Trust = d.trustTier()
+	m.TrustedModules = d.hashes()
 	return d.Err()
 }
 

@@ -61,7 +61,8 @@ func Samples() []v1.Message {
 		&v1.ShmCtl{Segment: 19, Op: v1.ShmAllow, Tenant: "bob", Rights: v1.RightBufferRead},
 
 		&v1.AttachSession{SessionID: 7, Tenant: "alice", Rights: v1.AllSessionRights, MemoryQuota: 8 << 30,
-			Weight: 3, Priority: -1, PID: 4242, UID: 1000, Label: "train"},
+			Weight: 3, Priority: -1, PID: 4242, UID: 1000, Label: "train",
+			Trust: v1.TrustTrusted, TrustedModules: [][32]byte{{1, 2, 3}, {31: 9}}},
 		&v1.DriverStats{},
 		&v1.KillSession{SessionID: 7, Reason: "guard violation"},
 		&v1.DriverInfo{},
