@@ -32,6 +32,12 @@ type Config struct {
 	Policy       string        `yaml:"policy"`        // scheduling policy at start; empty = fair
 	Limits       SessionLimits `yaml:"limits"`        // per-session resource limits
 	Tenants      []Tenant      `yaml:"tenants"`
+	// TrustedModules is the operator's allowlist of machine-code (SASS-only)
+	// modules, as hex SHA-256 digests of the image loaded: a tenant with
+	// trust: trusted may load exactly these without the PTX guard (their
+	// pointer arguments are checked at launch). Every other SASS-only module
+	// is refused.
+	TrustedModules []string `yaml:"trusted_modules"`
 }
 
 // SessionLimits bound what one session may hold; 0 means the built-in default.
@@ -340,6 +346,9 @@ func (c *Config) validate() error {
 		if !slices.Contains(TrustTiers, t.Trust) {
 			return bad("tenant %s: unknown trust tier %q (want one of %s)", t.Name, t.Trust, strings.Join(TrustTiers, ", "))
 		}
+	}
+	if err := c.validateTrustedModules(); err != nil {
+		return err
 	}
 	return c.validateTokens()
 }
