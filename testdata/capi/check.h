@@ -11,7 +11,7 @@
 
 #include <cuda.h>
 
-static const char *result_name(CUresult r)
+static inline const char *result_name(CUresult r)
 {
     const char *s = NULL;
     if (cuGetErrorName(r, &s) != CUDA_SUCCESS || s == NULL)
@@ -55,7 +55,7 @@ static const char *result_name(CUresult r)
     } while (0)
 
 /* read_file returns the NUL-terminated contents of dir/name. */
-static char *read_file(const char *dir, const char *name)
+static inline char *read_file(const char *dir, const char *name)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -73,7 +73,7 @@ static char *read_file(const char *dir, const char *name)
 
 /* kernels_dir is where the PTX the tests load lives: argv[1], else
  * $GPUOS_KERNELS, else testdata/kernels. */
-static const char *kernels_dir(int argc, char **argv)
+static inline const char *kernels_dir(int argc, char **argv)
 {
     if (argc > 1)
         return argv[1];
@@ -82,7 +82,7 @@ static const char *kernels_dir(int argc, char **argv)
 }
 
 /* setup initializes the driver and makes a new context current. */
-static CUcontext setup(void)
+static inline CUcontext setup(void)
 {
     CUdevice dev;
     CUcontext ctx;
