@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	v1 "github.com/gpuos/gpuos/api/v1"
 )
 
 // validateTrustedModules checks that every allowlist entry is a SHA-256
@@ -37,4 +39,14 @@ func (c *Config) TrustedModuleHashes() [][32]byte {
 		}
 	}
 	return out
+}
+
+// TrustTier returns the tenant's tier as the wire protocol carries it
+// (guarded when the configuration was not validated).
+func (t *Tenant) TrustTier() v1.TrustTier {
+	tier, err := v1.ParseTrustTier(t.Trust)
+	if err != nil {
+		return v1.TrustGuarded
+	}
+	return tier
 }

@@ -362,7 +362,8 @@ func (m *Manager) attach(ctx context.Context, cl *client, d *driverProc, r *v1.O
 	}
 	id := m.nextSession.Add(1)
 	attach := &v1.AttachSession{SessionID: id, Tenant: t.Name, Rights: rights, MemoryQuota: uint64(t.Memory),
-		Weight: uint32(t.Weight), Priority: int32(t.Priority), PID: cl.cred.PID, UID: cl.cred.UID, Label: r.Label}
+		Weight: uint32(t.Weight), Priority: int32(t.Priority), PID: cl.cred.PID, UID: cl.cred.UID, Label: r.Label,
+		Trust: t.TrustTier(), TrustedModules: m.cfg.TrustedModuleHashes()}
 	var att v1.SessionAttached
 	_, err = ctl.CallFDs(ctx, attach, &att, []int{driverEnd})
 	closeFD(driverEnd)
