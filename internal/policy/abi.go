@@ -51,7 +51,7 @@ var hookDefs = [numHooks]hookDef{
 	HookPreempt:     {"gpuos_on_preempt", []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}},
 	HookTick:        {"gpuos_on_tick", []api.ValueType{i64}, []api.ValueType{i32}},
 	HookAlloc:       {"gpuos_on_alloc", []api.ValueType{i32, i64, i64, i64}, []api.ValueType{i32}},
-	HookPressure:    {"gpuos_on_pressure", []api.ValueType{i64, i32, i32, i32, i32}, []api.ValueType{i32}},
+	HookPressure:    {"gpuos_on_pressure", []api.ValueType{i64, i32, i64, i32, i32, i32, i32}, []api.ValueType{i32}},
 	HookFault:       {"gpuos_on_fault", []api.ValueType{i32, i64, i32}, []api.ValueType{i32}},
 }
 
@@ -90,13 +90,19 @@ const (
 	CandidateSlab   = 1 << 1 // the chunk holds several small allocations
 )
 
+// PressureSwapIn is on_pressure's flag that the request makes the
+// requester's window resident (its own chunks are then not offered).
+const PressureSwapIn = 1 << 0
+
 // Sizes of the records the host writes into the exchange area.
 const (
-	candidateSize = 32 // on_pressure: u32 tenant, u32 flags, u64 bytes, u64 last_use, u64 window
+	// on_pressure's record: u32 tenant, i32 priority, u32 flags, u32 zero,
+	// u64 bytes, u64 last_use, u64 window.
+	candidateSize = 40
 	// defaultExchange is the exchange area the host asks for at
-	// instantiation: enough for 4096 ready tenants or 1024 candidates with
+	// instantiation: enough for 11264 ready tenants or 1024 candidates with
 	// their answer.
-	defaultExchange = 36 << 10
+	defaultExchange = 44 << 10
 	maxExchange     = 1 << 20
 )
 
@@ -132,6 +138,8 @@ var hostFuncs = map[string]hostFunc{
 	"map_get":             {[]api.ValueType{i32, i32}, []api.ValueType{i64}},
 	"map_set":             {[]api.ValueType{i32, i32, i64}, nil},
 	"map_add":             {[]api.ValueType{i32, i32, i64}, []api.ValueType{i64}},
+	"map_reset":           {[]api.ValueType{i32}, nil},
+	"in_flight_cost":      {[]api.ValueType{i32, i32}, []api.ValueType{i64}},
 	"log":                 {[]api.ValueType{i32, i32}, nil},
 }
 

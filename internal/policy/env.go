@@ -1,18 +1,17 @@
 package policy
 
 import (
+	"bytes"
 	"strings"
 	"sync"
 	"time"
 )
 
 // Env is what the host functions of a hook in progress read: the tenants,
-// their shares and queues, and the typed maps. The scheduler's adapter
-// implements it over sched.Host; tests implement it directly. Tenant ids are
-// small integers 0..NumTenants()-1; an unknown id or engine reads as zero.
-//
-// Implementations must be comparable (a pointer): an Instance remembers the
-// maps it resolved per Env.
+// their shares and queues. The scheduler's adapter implements it over
+// sched.Host; tests implement it directly. Tenant ids are small integers
+// 0..NumTenants()-1; an unknown id or engine reads as zero. (The typed maps
+// are not the Env's: they live in Maps.)
 type Env interface {
 	Now() time.Duration
 	NumTenants() int
@@ -24,21 +23,11 @@ type Env interface {
 	Queued(t, engine uint32) int
 	InFlight(t, engine uint32) int
 	Usage(t, engine uint32) int64
+	InFlightCost(t, engine uint32) int64
 	HeadCost(t, engine uint32) int64
 	HeadSeq(t, engine uint32) uint64
 	EngineInFlight(engine uint32) int
 	SliceTarget() time.Duration
-	// Map returns the typed map with this name, creating it (all zero) if it
-	// does not exist: one int64 per tenant, shared with the host and readable
-	// from the command line.
-	Map(name string) Map
-}
-
-// Map is a typed map: one int64 per tenant.
-type Map interface {
-	Get(t uint32) int64
-	Set(t uint32, v int64)
-	Add(t uint32, d int64) int64
 }
 
 // validMapName reports whether a guest-chosen map name is acceptable: 1 to 64
@@ -75,7 +64,7 @@ func (l *guestLog) write(p []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for len(p) > 0 {
-		i := indexByte(p, '\n')
+		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
 			room := maxLogLine - len(l.partial)
 			l.partial = append(l.partial, p[:min(len(p), max(room, 0))]...)
@@ -135,13 +124,4 @@ func (l *guestLog) cause() string {
 		return lines[len(lines)-1]
 	}
 	return ""
-}
-
-func indexByte(p []byte, c byte) int {
-	for i, x := range p {
-		if x == c {
-			return i
-		}
-	}
-	return -1
 }

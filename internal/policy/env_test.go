@@ -11,11 +11,10 @@ type fakeEnv struct {
 	queued  []int
 	usage   []int64
 	now     time.Duration
-	maps    map[string]*fakeMap
 }
 
 func newFakeEnv(names ...string) *fakeEnv {
-	e := &fakeEnv{names: names, maps: map[string]*fakeMap{}}
+	e := &fakeEnv{names: names}
 	e.weights = make([]int64, len(names))
 	e.queued = make([]int, len(names))
 	e.usage = make([]int64, len(names))
@@ -57,26 +56,8 @@ func (e *fakeEnv) Usage(t, _ uint32) int64 {
 	}
 	return 0
 }
-func (e *fakeEnv) HeadCost(uint32, uint32) int64 { return 1000 }
-func (e *fakeEnv) HeadSeq(uint32, uint32) uint64 { return 0 }
-func (e *fakeEnv) EngineInFlight(uint32) int     { return 0 }
-func (e *fakeEnv) SliceTarget() time.Duration    { return time.Millisecond }
-func (e *fakeEnv) Map(name string) Map {
-	m, ok := e.maps[name]
-	if !ok {
-		m = &fakeMap{}
-		e.maps[name] = m
-	}
-	return m
-}
-
-type fakeMap struct{ vals map[uint32]int64 }
-
-func (m *fakeMap) Get(t uint32) int64 { return m.vals[t] }
-func (m *fakeMap) Set(t uint32, v int64) {
-	if m.vals == nil {
-		m.vals = map[uint32]int64{}
-	}
-	m.vals[t] = v
-}
-func (m *fakeMap) Add(t uint32, d int64) int64 { m.Set(t, m.Get(t)+d); return m.vals[t] }
+func (e *fakeEnv) HeadCost(uint32, uint32) int64     { return 1000 }
+func (e *fakeEnv) InFlightCost(uint32, uint32) int64 { return 0 }
+func (e *fakeEnv) HeadSeq(uint32, uint32) uint64     { return 0 }
+func (e *fakeEnv) EngineInFlight(uint32) int         { return 0 }
+func (e *fakeEnv) SliceTarget() time.Duration        { return time.Millisecond }

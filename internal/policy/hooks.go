@@ -78,13 +78,22 @@ type Choice struct {
 	Quantum time.Duration
 }
 
+// Pressure describes a shortage of device memory (on_pressure).
+type Pressure struct {
+	Need   uint64 // bytes to free
+	Tenant uint32 // whose request needs the memory (NoTenant: none)
+	Window uint64 // the requester's window (0: none)
+	SwapIn bool   // the request makes Window resident
+}
+
 // Candidate is a chunk that on_pressure may pick for eviction.
 type Candidate struct {
-	Tenant  uint32
-	Flags   uint32 // CandidateShared, CandidateSlab
-	Bytes   uint64
-	LastUse uint64 // memory manager clock: larger is more recent
-	Window  uint64 // the owner window's id
+	Tenant   uint32
+	Priority int32
+	Flags    uint32 // CandidateShared, CandidateSlab
+	Bytes    uint64
+	LastUse  uint64 // memory manager clock: larger is more recent
+	Window   uint64 // the owner window's id
 }
 
 // Init runs gpuos_init again with an Env (Instantiate ran it without one),
@@ -230,11 +239,11 @@ func (i *Instance) OnAlloc(env Env, e AllocEvent) (allow bool, err error) {
 	}
 }
 
-// OnPressure asks which chunks to evict to free need bytes. cands are listed
-// least recently used first; the answer is indices into cands, best victim
-// first, each at most once. If there are more candidates than the exchange
-// area can hold, the guest sees the first ones.
-func (i *Instance) OnPressure(env Env, need uint64, cands []Candidate) ([]int, error) {
+// OnPressure asks which chunks to evict to free p.Need bytes. cands are
+// listed least recently used first; the answer is indices into cands, best
+// victim first, each at most once. If there are more candidates than the
+// largest exchange area holds, the guest sees the first ones.
+func (i *Instance) OnPressure(env Env, p Pressure, cands []Candidate) ([]int, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	f := i.fns[HookPressure]
@@ -257,14 +266,21 @@ func (i *Instance) OnPressure(env Env, need uint64, cands []Candidate) ([]int, e
 	for k, c := range cands {
 		r := buf[k*candidateSize:]
 		le.PutUint32(r[0:], c.Tenant)
-		le.PutUint32(r[4:], c.Flags)
-		le.PutUint64(r[8:], c.Bytes)
-		le.PutUint64(r[16:], c.LastUse)
-		le.PutUint64(r[24:], c.Window)
+		le.PutUint32(r[4:], uint32(c.Priority))
+		le.PutUint32(r[8:], c.Flags)
+		le.PutUint32(r[12:], 0)
+		le.PutUint64(r[16:], c.Bytes)
+		le.PutUint64(r[24:], c.LastUse)
+		le.PutUint64(r[32:], c.Window)
 	}
 	out := ptr + n*candidateSize
-	st := i.stack[:5]
-	st[0], st[1], st[2], st[3], st[4] = need, uint64(ptr), uint64(n), uint64(out), uint64(n)
+	var flags uint64
+	if p.SwapIn {
+		flags |= PressureSwapIn
+	}
+	st := i.stack[:7]
+	st[0], st[1], st[2], st[3] = p.Need, uint64(p.Tenant), p.Window, flags
+	st[4], st[5], st[6] = uint64(ptr), uint64(n), uint64(out)
 	if err := i.invoke("on_pressure", f, env, i.hookDeadline(), st); err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ func compile(t *testing.T, name string, wasm []byte, lim Limits) *Module {
 
 func instance(t *testing.T, m *Module) *Instance {
 	t.Helper()
-	i, err := m.Instantiate(context.Background())
+	i, err := m.Instantiate(context.Background(), nil)
 	if err != nil {
 		t.Fatalf("Instantiate: %v", err)
 	}

@@ -43,6 +43,7 @@ type Instance struct {
 	// Guarded by mu, which every call holds.
 	mu       sync.Mutex
 	env      Env
+	store    *Maps
 	maps     []mapSlot
 	fns      [numHooks]api.Function
 	exchFn   api.Function
@@ -62,20 +63,22 @@ type Instance struct {
 }
 
 type mapSlot struct {
-	name string
-	env  Env
-	m    Map
+	name string // as the guest opened it
+	m    *tenantMap
 }
 
 // Instantiate starts a new instance of the module and initializes it:
 // the reactor's _initialize, the ABI version check, the exchange area, and
-// the module's gpuos_init if it exports one (with no Env: maps can be opened
-// but read zero until the first hook with an Env).
-func (m *Module) Instantiate(ctx context.Context) (*Instance, error) {
+// the module's gpuos_init if it exports one (with no Env: the tenant host
+// functions read zero). Its maps are kept in store (nil: a store of its own).
+func (m *Module) Instantiate(ctx context.Context, store *Maps) (*Instance, error) {
 	if err := m.acquire(); err != nil {
 		return nil, err
 	}
-	i := &Instance{m: m, ctx: context.Background()}
+	if store == nil {
+		store = NewMaps()
+	}
+	i := &Instance{m: m, ctx: context.Background(), store: store}
 	i.wasi = wasi{rng: m.seed(), log: &i.log}
 	name := m.name
 	i.log.sink = func(line string) { m.log.Debug("policy output", "policy", name, "line", line) }
@@ -419,6 +422,7 @@ func (i *Instance) instantiateHost(ctx context.Context) error {
 	engI64("tenant_weight", Env.Weight)
 	engI64("usage", Env.Usage)
 	engI64("head_cost", Env.HeadCost)
+	engI64("in_flight_cost", Env.InFlightCost)
 	engI64("head_seq", func(e Env, t, eng uint32) int64 { return int64(e.HeadSeq(t, eng)) })
 	engI32("queued", Env.Queued)
 	engI32("in_flight", Env.InFlight)
@@ -445,23 +449,16 @@ func (i *Instance) instantiateHost(ctx context.Context) error {
 		stack[0] = uint64(uint32(i.openMap(name)))
 	})
 	host("map_get", func(_ context.Context, _ api.Module, stack []uint64) {
-		if m := i.mapFor(t(stack, 0), "map_get"); m != nil {
-			stack[0] = uint64(m.Get(t(stack, 1)))
-		} else {
-			stack[0] = 0
-		}
+		stack[0] = uint64(i.mapFor(t(stack, 0), "map_get").Get(t(stack, 1)))
 	})
 	host("map_set", func(_ context.Context, _ api.Module, stack []uint64) {
-		if m := i.mapFor(t(stack, 0), "map_set"); m != nil {
-			m.Set(t(stack, 1), int64(stack[2]))
-		}
+		i.mapFor(t(stack, 0), "map_set").Set(t(stack, 1), int64(stack[2]))
 	})
 	host("map_add", func(_ context.Context, _ api.Module, stack []uint64) {
-		if m := i.mapFor(t(stack, 0), "map_add"); m != nil {
-			stack[0] = uint64(m.Add(t(stack, 1), int64(stack[2])))
-		} else {
-			stack[0] = 0
-		}
+		stack[0] = uint64(i.mapFor(t(stack, 0), "map_add").Add(t(stack, 1), int64(stack[2])))
+	})
+	host("map_reset", func(_ context.Context, _ api.Module, stack []uint64) {
+		i.mapFor(t(stack, 0), "map_reset").Reset()
 	})
 	host("log", func(_ context.Context, mod api.Module, stack []uint64) {
 		ptr, n := t(stack, 0), t(stack, 1)
@@ -485,24 +482,16 @@ func (i *Instance) openMap(name string) int32 {
 	if len(i.maps) >= maxMaps {
 		return -1
 	}
-	i.maps = append(i.maps, mapSlot{name: name})
+	i.maps = append(i.maps, mapSlot{name: name, m: i.store.open(i.m.name + "." + name)})
 	return int32(len(i.maps) - 1)
 }
 
-// mapFor resolves a handle in the current Env; nil outside hooks. A handle
-// the guest never opened stops it.
-func (i *Instance) mapFor(h uint32, what string) Map {
+// mapFor returns the map of a handle; a handle the guest never opened stops it.
+func (i *Instance) mapFor(h uint32, what string) *tenantMap {
 	if int(h) >= len(i.maps) {
 		i.stop(fmt.Errorf("%s: map handle %d was never opened: %w", what, h, ErrABI))
 	}
-	if i.env == nil {
-		return nil
-	}
-	s := &i.maps[h]
-	if s.env != i.env || s.m == nil {
-		s.env, s.m = i.env, i.env.Map(s.name)
-	}
-	return s.m
+	return i.maps[h].m
 }
 
 // MapNames returns the names of the maps the guest opened.

@@ -165,7 +165,7 @@ func Compile(ctx context.Context, name string, wasm []byte, opts Options) (*Modu
 	}
 	// A trial run: the ABI version, the reactor's initialization and the
 	// exchange area are checked now rather than when the policy is used.
-	inst, err := m.Instantiate(ctx)
+	inst, err := m.Instantiate(ctx, nil)
 	if err != nil {
 		m.Close()
 		return nil, fmt.Errorf("compile policy %q: %w", name, err)

@@ -10,8 +10,10 @@ import (
 )
 
 // The WASI subset. The Go toolchain's wasip1 runtime imports ten WASI
-// functions whatever the program does; a policy may import those and no
-// other. None of them reaches anything outside the guest:
+// functions whatever the program does, and its syscall package (which time
+// and os import) four more at start-up to look for preopened directories; a
+// policy may import those and no other. None of them reaches anything
+// outside the guest:
 //
 //	args_get, args_sizes_get, environ_get, environ_sizes_get
 //	                 no arguments, no environment
@@ -26,6 +28,10 @@ import (
 //	                 the virtual clock), fd subscriptions fail with EBADF
 //	sched_yield      returns at once
 //	proc_exit        stops the guest (the policy is ejected)
+//	fd_fdstat_get    fds 0-2 are character devices (1 and 2 writable); others: EBADF
+//	fd_fdstat_set_flags  accepted and ignored for fds 0-2; others: EBADF
+//	fd_prestat_get, fd_prestat_dir_name
+//	                 EBADF: there are no preopened directories
 //
 // There is no filesystem, no socket and no real clock, and fd_read, path_open
 // and the rest are refused at load.
@@ -42,6 +48,11 @@ var wasiFuncs = map[string]hostFunc{
 	"poll_oneoff":       {[]api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}},
 	"sched_yield":       {nil, []api.ValueType{i32}},
 	"proc_exit":         {[]api.ValueType{i32}, nil},
+
+	"fd_fdstat_get":       {[]api.ValueType{i32, i32}, []api.ValueType{i32}},
+	"fd_fdstat_set_flags": {[]api.ValueType{i32, i32}, []api.ValueType{i32}},
+	"fd_prestat_get":      {[]api.ValueType{i32, i32}, []api.ValueType{i32}},
+	"fd_prestat_dir_name": {[]api.ValueType{i32, i32, i32}, []api.ValueType{i32}},
 }
 
 // WASI errno values used here.
@@ -192,6 +203,34 @@ func (w *wasi) instantiate(ctx context.Context, r wazero.Runtime) error {
 		}
 		stack[0] = errnoSuccess
 	})
+	fn("fd_fdstat_get", func(_ context.Context, mod api.Module, stack []uint64) {
+		fd, ptr := uint32(stack[0]), uint32(stack[1])
+		if fd > 2 {
+			stack[0] = errnoBadf
+			return
+		}
+		buf, ok := mod.Memory().Read(ptr, 24)
+		if !ok {
+			stack[0] = errnoFault
+			return
+		}
+		clear(buf)
+		buf[0] = 2 // character device
+		if fd > 0 {
+			binary.LittleEndian.PutUint64(buf[8:], 1<<6) // fd_write
+		}
+		stack[0] = errnoSuccess
+	})
+	fn("fd_fdstat_set_flags", func(_ context.Context, _ api.Module, stack []uint64) {
+		if uint32(stack[0]) > 2 {
+			stack[0] = errnoBadf
+			return
+		}
+		stack[0] = errnoSuccess
+	})
+	badf := func(_ context.Context, _ api.Module, stack []uint64) { stack[0] = errnoBadf }
+	fn("fd_prestat_get", badf)
+	fn("fd_prestat_dir_name", badf)
 	fn("proc_exit", func(_ context.Context, _ api.Module, stack []uint64) {
 		panic(sys.NewExitError(uint32(stack[0])))
 	})
