@@ -19,6 +19,12 @@ import (
 //export gpuosStreamCallback
 func gpuosStreamCallback(handle C.uintptr_t, status C.int) {
 	h := cgo.Handle(handle)
-	cb := h.Value().(*callback)
-	cb.fire(cuda.CUresult(status), h)
+	defer h.Delete()
+	h.Value().(*callback).fire(cuda.CUresult(status))
 }
+
+// newCallbackHandle returns the value the C trampoline hands back for cb.
+func newCallbackHandle(cb *callback) uintptr { return uintptr(cgo.NewHandle(cb)) }
+
+// deleteCallbackHandle forgets a handle the driver will never hand back.
+func deleteCallbackHandle(h uintptr) { cgo.Handle(h).Delete() }

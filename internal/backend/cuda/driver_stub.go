@@ -109,3 +109,7 @@ func (*dctx) eventQuery(hEvent) cuda.CUresult                           { return
 func (*dctx) eventSync(hEvent) cuda.CUresult                            { return notLoaded }
 func (*dctx) eventElapsed(hEvent, hEvent) (float32, cuda.CUresult)      { return 0, notLoaded }
 func (*dctx) addCallback(hStream, uintptr) cuda.CUresult                { return notLoaded }
+
+// Without cgo no stream exists, so no callback is ever enqueued.
+func newCallbackHandle(*callback) uintptr { return 0 }
+func deleteCallbackHandle(uintptr)        {}

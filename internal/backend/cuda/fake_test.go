@@ -27,7 +27,20 @@ func TestFakeConformance(t *testing.T) {
 	backendtest.Run(t, openFake(t), backendtest.Options{SkipKernels: true, SASS: true})
 }
 
+// Without cgo, Open says so instead of failing obscurely.
+func TestOpenWithoutCgo(t *testing.T) {
+	if haveCgo {
+		t.Skip("built with cgo")
+	}
+	if b, err := Open(); b != nil || !errors.Is(err, ErrNoCgo) || !errors.Is(err, backend.ErrUnsupported) {
+		t.Fatalf("Open = %v, %v; want ErrNoCgo", b, err)
+	}
+}
+
 func TestOpenErrors(t *testing.T) {
+	if !haveCgo {
+		t.Skip("built without cgo")
+	}
 	tests := []struct {
 		name    string
 		lib     func(t *testing.T) string
@@ -411,10 +424,18 @@ func checkFault(t *testing.T, b *Backend, image, kernel string) {
 	if _, err := b.Open(0); !errors.Is(err, backend.ErrContextLost) {
 		t.Errorf("Open of the lost device after Close = %v", err)
 	}
+	// A new Backend value (a new dlopen of the same library) does not get the
+	// device back either; on a real GPU the driver itself may refuse earlier.
 	other, err := Open()
-	must(t, err)
-	if _, err := other.Open(0); !errors.Is(err, backend.ErrContextLost) {
-		t.Errorf("Open of the lost device through another Backend = %v", err)
+	switch {
+	case err != nil:
+		t.Logf("Open of the driver after the fault: %v", err)
+	default:
+		if _, err := other.Open(0); err == nil {
+			t.Error("a new Backend opened the lost device")
+		} else if !errors.Is(err, backend.ErrContextLost) {
+			t.Logf("Open of the lost device through another Backend: %v", err)
+		}
 	}
 }
 

@@ -57,6 +57,9 @@ var fakeBuild struct {
 // first use; it skips the test where gcc is missing.
 func fakeLib(t testing.TB, variant string) string {
 	t.Helper()
+	if !haveCgo {
+		t.Skip("built without cgo: no driver library can be loaded")
+	}
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
 		t.Skip("no gcc to build the fake driver: ", err)

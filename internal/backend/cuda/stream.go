@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"fmt"
-	"runtime/cgo"
 	"sync/atomic"
 	"time"
 
@@ -238,24 +237,24 @@ func (s *stream) Callback(fn func(error)) error {
 	defer s.live.exit()
 	d := s.dev
 	cb := &callback{dev: d, fn: fn}
-	h := cgo.NewHandle(cb)
+	h := newCallbackHandle(cb)
 	d.mu.Lock()
 	d.callbacks[cb] = struct{}{}
 	d.mu.Unlock()
-	if r := d.c.addCallback(s.h, uintptr(h)); r != 0 {
+	if r := d.c.addCallback(s.h, h); r != 0 {
 		d.mu.Lock()
 		delete(d.callbacks, cb)
 		d.mu.Unlock()
-		h.Delete()
+		deleteCallbackHandle(h)
 		return d.fail("add callback", r)
 	}
 	return nil
 }
 
-// fire is the driver's call of the callback (see gpuosStreamCallback). The
-// handle is deleted only here: the driver may call late, after Close gave up.
-func (cb *callback) fire(status cuda.CUresult, h cgo.Handle) {
-	defer h.Delete()
+// fire is the driver's call of the callback (see gpuosStreamCallback, which
+// deletes the handle: only it may, as the driver may call late, after Close
+// gave up on the callback).
+func (cb *callback) fire(status cuda.CUresult) {
 	var err error
 	if status != cuda.CUDA_SUCCESS {
 		err = cb.dev.fail("stream work before the callback", status)
