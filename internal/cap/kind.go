@@ -17,6 +17,7 @@ const (
 	KindFence
 	KindGrant   // a buffer offered to other sessions; revoking it unmaps every receiver
 	KindMapping // a granted buffer attached into a receiving session's window
+	KindSegment // a shared memory segment a session may attach (the shm-like API)
 	kindMax
 )
 
@@ -30,6 +31,7 @@ var kindNames = [...]string{
 	KindFence:   "fence",
 	KindGrant:   "grant",
 	KindMapping: "mapping",
+	KindSegment: "segment",
 }
 
 // Valid reports whether k names a kind of object.

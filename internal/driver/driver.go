@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/audit"
@@ -38,6 +39,16 @@ type Options struct {
 	// Sched configures the scheduler (Device, TenantInFlight and OnEject are
 	// filled in by the driver).
 	Sched sched.Options
+	// SwapLimit bounds the pinned host memory that holds evicted device
+	// memory (gpuos serve --swap): 0 is as much as the device limit, so
+	// tenants' allocations may reach twice it; negative disables swapping.
+	SwapLimit int64
+	// MinResidency keeps a session just made resident from eviction for
+	// this long (0: the memory manager's default; see mem.Options).
+	MinResidency time.Duration
+	// Victims chooses eviction victims (the on_pressure hook); nil: lowest
+	// priority, least recently used.
+	Victims mem.VictimChooser
 }
 
 // Driver owns one device context and the sessions on it.
@@ -51,6 +62,10 @@ type Driver struct {
 	staging *stagingPool
 	log     *slog.Logger
 	limits  config.SessionLimits
+	// memHooks connect the memory manager to sessions (memory.go), shm
+	// holds the shared memory segments (shm.go).
+	memHooks *memHooks
+	shm      shmRegistry
 
 	mu       sync.Mutex
 	sessions map[uint64]*Session
@@ -82,7 +97,13 @@ func New(opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open device %d: %w", opts.Ordinal, err)
 	}
-	mm, err := mem.NewManager(dev, mem.Options{DeviceMemoryLimit: opts.DeviceMemoryLimit})
+	hooks := &memHooks{}
+	mo, err := memoryOptions(dev, opts, hooks)
+	if err != nil {
+		dev.Close()
+		return nil, fmt.Errorf("start memory manager: %w", err)
+	}
+	mm, err := mem.NewManager(dev, mo)
 	if err != nil {
 		dev.Close()
 		return nil, fmt.Errorf("start memory manager: %w", err)
@@ -107,7 +128,9 @@ func New(opts Options) (*Driver, error) {
 		tenants:  map[string]*tenantState{},
 		grants:   map[[16]byte]cap.Ref{},
 		lost:     make(chan struct{}),
+		memHooks: hooks,
 	}
+	hooks.d.Store(d)
 	d.audit(audit.Event{Kind: audit.KindDriverStart, Detail: map[string]any{
 		"backend": opts.Backend.Name(), "device": d.info.Name, "ordinal": opts.Ordinal}})
 	return d, nil

@@ -95,6 +95,12 @@ func (s *Session) dispatch(ctx context.Context, req *wire.Request) (v1.Message, 
 	case *v1.SessionInfo:
 		st := s.Stat()
 		return &st, nil
+	case *v1.ShmGet:
+		return s.shmGet(m)
+	case *v1.ShmAttach:
+		return s.shmAttach(m)
+	case *v1.ShmCtl:
+		return s.shmCtl(m)
 	}
 	return nil, v1.Errorf(v1.CodeUnsupported, "%v is not served by a driver", req.Header.Type)
 }
@@ -305,6 +311,7 @@ func (s *Session) submit(ctx context.Context, c *sched.Command) error {
 	if err := s.queue.Submit(ctx, c); err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}
+	s.afterSubmit()
 	return nil
 }
 

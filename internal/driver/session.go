@@ -74,6 +74,7 @@ func (d *Driver) newSession(p *v1.AttachSession, t *tenantState) (*Session, erro
 		cancel()
 		return nil, fmt.Errorf("open session queue: %w", err)
 	}
+	d.registerWindow(s)
 	rights := cap.Rights(p.Rights&v1.AllSessionRights) | cap.AllBufferRights
 	if s.self, err = s.table.Insert(cap.KindSession, s, cap.Ref{}, rights, nil); err != nil {
 		s.teardown()
@@ -138,6 +139,7 @@ func (s *Session) teardown() {
 	// stream is destroyed (the stream cleanup synchronizes it).
 	s.queue.Close()
 	s.queue.Wait(context.Background())
+	s.d.unregisterWindow(s)
 	s.table.Close()
 	if s.stream != nil {
 		s.destroyStream(s.stream)
@@ -150,6 +152,7 @@ func (s *Session) teardown() {
 	}
 	s.mu.Unlock()
 	s.d.forget(s)
+	s.d.shmTenantLeft(s.tenant.name)
 	s.d.audit(audit.Event{Kind: audit.KindSessionClose, Tenant: s.tenant.name, Session: s.id, PID: s.params.PID,
 		Detail: map[string]any{"launches": s.launches.Load(), "copies": s.copies.Load(), "copy_bytes": s.copyBytes.Load()}})
 	close(s.done)
@@ -194,6 +197,7 @@ func (s *Session) Stat() v1.SessionStat {
 	s.mu.Lock()
 	state := s.state
 	s.mu.Unlock()
+	evictions, swapped := s.swapStats()
 	return v1.SessionStat{
 		ID: s.id, Tenant: s.tenant.name, Device: uint32(s.d.opts.Ordinal), PID: s.params.PID, Label: s.params.Label,
 		Rights: s.rights(), MemoryBytes: snap.Used[ledger.DeviceBytes], Buffers: uint32(snap.Used[ledger.Buffers]),
@@ -201,6 +205,7 @@ func (s *Session) Stat() v1.SessionStat {
 		Launches: s.launches.Load(), Copies: s.copies.Load(), CopyBytes: s.copyBytes.Load(),
 		InFlight: uint32(qs.InFlight), QueueDepth: uint32(qs.Queued), QueueDelayNs: uint64(qs.QueueDelay), GPUTimeNs: uint64(qs.GPUTime),
 		Violations: uint32(s.violations.Load()), State: state,
+		Evictions: evictions, SwappedBytes: swapped,
 	}
 }
 

@@ -262,8 +262,11 @@ func (t *Tenant) SetPriority(p int) { t.priority.Store(int64(p)) }
 // Priority returns what SetPriority set (0 by default).
 func (t *Tenant) Priority() int { return int(t.priority.Load()) }
 
-// Evictions returns how many of the tenant's chunks were evicted so far.
-func (t *Tenant) Evictions() uint64 { return t.evictions.Load() }
+// SwapStats returns how many of the tenant's chunks were evicted and brought
+// back so far, and how many bytes of its memory are in host memory now.
+func (t *Tenant) SwapStats() (evictions, swapIns, swapped uint64) {
+	return t.evictions.Load(), t.swapIns.Load(), t.swapped.Load()
+}
 
 // Name returns the tenant's name.
 func (t *Tenant) Name() string { return t.name }
@@ -289,9 +292,15 @@ func (t *Tenant) MemoryInfo() (free, total uint64) {
 	if used < total {
 		free = total - used
 	}
-	t.m.mu.Lock()
-	avail := t.m.limit - min(t.m.limit, t.m.physical-t.m.pooled)
-	t.m.mu.Unlock()
+	m := t.m
+	if m.swap != nil {
+		// Others' memory can be evicted: what bounds the tenant is what one
+		// window may map beside the sink.
+		return min(free, m.limit-m.gran*m.sinkGran), total
+	}
+	m.mu.Lock()
+	avail := m.limit - min(m.limit, m.physical-m.pooled)
+	m.mu.Unlock()
 	return min(free, avail), total
 }
 

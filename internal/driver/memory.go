@@ -1,0 +1,174 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gpuos/gpuos/internal/audit"
+	"github.com/gpuos/gpuos/internal/backend"
+	"github.com/gpuos/gpuos/internal/mem"
+)
+
+// Audit kinds of the memory manager's moves.
+const (
+	KindEvict  audit.Kind = "mem.evict"   // a chunk was copied to host memory and unmapped
+	KindSwapIn audit.Kind = "mem.swap-in" // a chunk was mapped back and its data restored
+)
+
+// memHooks is the driver's side of the memory manager: Quiesce (stop a
+// session's device work while its window is remapped), residency before
+// dispatch (a pager per session that has work held back by an eviction),
+// and the audit log and counters of swapping. The manager is created before
+// the driver, so the hooks find the driver and the sessions through here.
+type memHooks struct {
+	d       atomic.Pointer[Driver]
+	windows sync.Map // mem.Window.ID → *sessionMem
+}
+
+// sessionMem is what the hooks know of a session.
+type sessionMem struct {
+	s      *Session
+	paging atomic.Bool // a pager goroutine runs for it
+}
+
+// memoryOptions are the memory manager's options for a driver.
+func memoryOptions(dev backend.Device, opts Options, h *memHooks) (mem.Options, error) {
+	mo := mem.Options{
+		DeviceMemoryLimit: opts.DeviceMemoryLimit,
+		Quiesce:           h.quiesce,
+		OnSwap:            h.onSwap,
+		Victims:           opts.Victims,
+		MinResidency:      opts.MinResidency,
+	}
+	switch {
+	case opts.SwapLimit > 0:
+		mo.SwapLimit = uint64(opts.SwapLimit)
+	case opts.SwapLimit == 0:
+		// As much host memory as the device may use: up to twice the
+		// device limit in allocations.
+		_, total, err := dev.MemoryInfo()
+		if err != nil {
+			return mo, fmt.Errorf("query device memory: %w", err)
+		}
+		mo.SwapLimit = total
+		if l := opts.DeviceMemoryLimit; l != 0 && l < total {
+			mo.SwapLimit = l
+		}
+	}
+	return mo, nil
+}
+
+// quiesce stops the device work of the session that owns w until resume:
+// its queue is held (nothing more of it is issued) once what it has in flight
+// completed. It runs under w's lock, maybe for another session's window, so
+// it only touches the scheduler. A window with no session (not attached yet,
+// or a tenant's shared segments) runs no kernels: nothing to do.
+func (h *memHooks) quiesce(w *mem.Window) (func(), error) {
+	v, ok := h.windows.Load(w.ID())
+	if !ok {
+		return func() {}, nil
+	}
+	return v.(*sessionMem).s.queue.Hold(context.Background())
+}
+
+// onSwap audits a move and, after an eviction, starts the pager of every
+// session whose work is now held back by it (the eviction keeps their
+// queues held until their windows are resident again). It runs with the
+// memory manager's eviction lock held: it must not call the manager.
+func (h *memHooks) onSwap(ev mem.SwapEvent) {
+	d := h.d.Load()
+	if d == nil {
+		return
+	}
+	kind := KindEvict
+	if ev.Kind == mem.SwapIn {
+		kind = KindSwapIn
+	}
+	var sessions []uint64
+	for _, w := range ev.Windows {
+		v, ok := h.windows.Load(w.ID())
+		if !ok {
+			continue
+		}
+		sm := v.(*sessionMem)
+		sessions = append(sessions, sm.s.id)
+		if ev.Kind == mem.SwapOut {
+			if _, queued := sm.s.queue.Held(); queued > 0 {
+				d.page(sm)
+			}
+		}
+	}
+	detail := map[string]any{"bytes": ev.Bytes, "addr": fmt.Sprintf("%#x", uint64(ev.Ptr)), "window": ev.Window,
+		"sessions": sessions, "ns": ev.Duration.Nanoseconds()}
+	if ev.Kind == mem.SwapOut {
+		detail["for_tenant"] = ev.Why.Tenant
+		detail["need"] = ev.Why.Need
+		detail["swap_in"] = ev.Why.SwapIn
+	}
+	d.audit(audit.Event{Kind: kind, Tenant: ev.Tenant, Detail: detail})
+}
+
+// registerWindow lets the hooks find s by its window, once its queue exists.
+func (d *Driver) registerWindow(s *Session) {
+	d.memHooks.windows.Store(s.window.ID(), &sessionMem{s: s})
+}
+
+// unregisterWindow forgets s; its queue is closed and drained.
+func (d *Driver) unregisterWindow(s *Session) {
+	d.memHooks.windows.Delete(s.window.ID())
+}
+
+// afterSubmit runs once a command of s entered its queue: it stamps the
+// window for the victim choice and, if the window is not resident, starts
+// its pager (the queue is held until then). A concurrent eviction either sees
+// the command queued or is seen here: each checks after its own change.
+func (s *Session) afterSubmit() {
+	s.window.Touch()
+	if !s.window.Resident() {
+		if v, ok := s.d.memHooks.windows.Load(s.window.ID()); ok {
+			s.d.page(v.(*sessionMem))
+		}
+	}
+}
+
+// page makes sm's window resident on a goroutine of its own, unless one
+// already does. The pager looks again before it stops, so a kick that came
+// while it finished is not lost.
+func (d *Driver) page(sm *sessionMem) {
+	if !sm.paging.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		s := sm.s
+		for {
+			err := s.window.MakeResident(s.ctx)
+			sm.paging.Store(false)
+			if err != nil {
+				if s.ctx.Err() == nil && !errors.Is(err, mem.ErrWindowClosed) {
+					// Its held work could never run: end the session rather
+					// than let it hang.
+					d.log.Warn("session cannot be made resident", "session", s.id, "err", err)
+					d.audit(audit.Event{Kind: audit.KindKill, Tenant: s.tenant.name, Session: s.id,
+						Detail: map[string]any{"reason": "cannot be made resident"}}.WithError(err))
+					s.kill()
+				}
+				return
+			}
+			if s.window.Resident() {
+				return
+			}
+			if _, queued := s.queue.Held(); queued == 0 || !sm.paging.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
+}
+
+// swapStats are the session's tenant's swap counters for its SessionStat.
+func (s *Session) swapStats() (evictions, swapped uint64) {
+	ev, _, sw := s.tenant.mem.SwapStats()
+	return ev, sw
+}
