@@ -223,10 +223,11 @@ const bandBuffer = 500 * time.Microsecond
 //     a tenant can bank or owe at most a cap, so an idle tenant does not
 //     hoard and a burst is soon forgiven.
 //   - Bandwidth awareness: GPU work is not preemptible and its length is not
-//     known in advance, so credit alone overshoots. A tenant may also run if
-//     its measured recent utilization is at most its share, and a tenant
-//     with no credit that is over its share goes to the back of the
-//     round-robin order.
+//     known in advance, so credit alone overshoots or idles. A tenant is
+//     entitled to run if it has credit, or if its measured recent
+//     utilization is at most its share; among those entitled the one with
+//     the most credit runs. A tenant with no credit that is over its share
+//     runs only when no entitled tenant is ready.
 //   - Time buffering: when the only ready tenants are over their share while
 //     an under-served tenant is between two of its commands (it has work in
 //     flight or submitted a moment ago), the engine is held for a short
@@ -237,7 +238,7 @@ type band struct {
 	Base
 	credit, used [NumEngines]*Map
 	last         *Map
-	rr           [NumEngines]TenantID
+	rr           [NumEngines]uint32
 	buffered     [NumEngines]bool
 }
 
@@ -267,24 +268,30 @@ func (b *band) OnSubmit(h *Host, ev SubmitEvent) error {
 	return nil
 }
 
-// shares returns the total weight of active tenants and the total recent use.
+// use is a tenant's recent use, counting what it has issued and not yet
+// been charged for.
+func (b *band) use(h *Host, t TenantID, e Engine) int64 {
+	return b.used[e].Get(t) + h.InFlightCost(t, e)
+}
+
+// totals returns the total weight of active tenants and their total recent use.
 func (b *band) totals(h *Host, e Engine) (weights, used int64) {
 	for u := range h.NumTenants() {
 		u := TenantID(u)
 		if b.active(h, u, e) {
 			weights += h.Weight(u, e)
 		}
-		used += b.used[e].Get(u)
+		used += b.use(h, u, e)
 	}
 	return weights, used
 }
 
-// over reports whether t used more than its share recently: used/total > w/weights.
+// over reports whether t used more than its share recently: use/total > w/weights.
 func (b *band) over(h *Host, t TenantID, e Engine, weights, used int64) bool {
 	if used == 0 || weights == 0 {
 		return false
 	}
-	return float64(b.used[e].Get(t))/float64(used) > float64(h.Weight(t, e))/float64(weights)
+	return float64(b.use(h, t, e))/float64(used) > float64(h.Weight(t, e))/float64(weights)
 }
 
 func (b *band) OnComplete(h *Host, c CompleteEvent) error {
@@ -321,34 +328,21 @@ func (b *band) OnComplete(h *Host, c CompleteEvent) error {
 
 func (b *band) OnDispatch(h *Host, e Engine, ready []TenantID) (Choice, error) {
 	weights, used := b.totals(h, e)
-	eligible := func(t TenantID) bool {
-		return b.credit[e].Get(t)-h.InFlightCost(t, e) > 0 || !b.over(h, t, e, weights, used)
-	}
-	// Round robin from the tenant after the last one served.
-	pick := NoTenant
-	for _, t := range ready {
-		if t >= b.rr[e] && eligible(t) {
-			pick = t
-			break
+	// Credit counts what is already issued as spent.
+	credit := func(t TenantID) int64 { return b.credit[e].Get(t) - h.InFlightCost(t, e) }
+	// The tenant with the most credit among those entitled to run: with
+	// credit left, or under their share of recent use. Ties go round robin.
+	pick, best := NoTenant, int64(0)
+	for i := range ready {
+		t := ready[(i+int(b.rr[e]))%len(ready)]
+		if c := credit(t); (c > 0 || !b.over(h, t, e, weights, used)) && (pick == NoTenant || c > best) {
+			pick, best = t, c
 		}
 	}
 	if pick == NoTenant {
-		for _, t := range ready {
-			if t < b.rr[e] && eligible(t) {
-				pick = t
-				break
-			}
-		}
-	}
-	if pick == NoTenant {
-		// Everyone ready is over budget: the one owing least, so the
-		// engine does not idle for long.
-		pick = ready[0]
-		for _, t := range ready[1:] {
-			if b.credit[e].Get(t)-h.InFlightCost(t, e) > b.credit[e].Get(pick)-h.InFlightCost(pick, e) {
-				pick = t
-			}
-		}
+		// Everyone ready is over budget and over its share. If an
+		// under-served tenant is between two of its commands, buffer:
+		// hold the engine briefly (once per completion) for it.
 		if !b.buffered[e] && h.EngineInFlight(e) > 0 {
 			for u := range h.NumTenants() {
 				u := TenantID(u)
@@ -358,7 +352,13 @@ func (b *band) OnDispatch(h *Host, e Engine, ready []TenantID) (Choice, error) {
 				}
 			}
 		}
+		// Else the one owing least, so the engine does not idle.
+		for _, t := range ready {
+			if c := credit(t); pick == NoTenant || c > best {
+				pick, best = t, c
+			}
+		}
 	}
-	b.rr[e] = pick + 1
+	b.rr[e]++
 	return Choice{Tenant: pick}, nil
 }

@@ -131,6 +131,17 @@ func (s *Scheduler) decideLocked(e Engine, a *action) bool {
 		eng.readySince = 0
 		return false
 	}
+	// A batch of untracked commands must not span another stream's work on
+	// this engine, or its end event would time that work too: close it first
+	// unless its stream is the only candidate.
+	for i, sq := range s.tails {
+		if sq.tail.e == e && (len(ready) != 1 || s.tenants[ready[0]].head[e] != sq) {
+			s.tails = append(s.tails[:i], s.tails[i+1:]...)
+			sq.inTails = false
+			*a = action{kind: actFlush, sq: sq}
+			return true
+		}
+	}
 	now := s.now()
 	if eng.held {
 		if eng.holdUntil == 0 || now < eng.holdUntil {

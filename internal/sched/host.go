@@ -101,8 +101,9 @@ func (h *Host) Usage(t TenantID, e Engine) int64 {
 	return 0
 }
 
-// InFlightCost returns the estimated charge of a tenant's in-flight work on
-// an engine (ns or bytes): what it will be charged soon.
+// InFlightCost returns the estimated charge of a tenant's work on an engine
+// that was issued and is not charged yet (ns or bytes): what it will be
+// charged soon. Usage plus InFlightCost moves only when work is issued.
 func (h *Host) InFlightCost(t TenantID, e Engine) int64 {
 	if x := h.tenant(t); x != nil && e < NumEngines {
 		return x.eng[e].inflightCost

@@ -192,7 +192,6 @@ func (s *Scheduler) completeLocked(p *point, err error, dones []*Command) []*Com
 	t, e := p.t, p.e
 	te, eng := &t.eng[e], &s.eng[e]
 	te.inflight -= p.n
-	te.inflightCost -= p.cost
 	eng.inflight -= p.n
 	eng.inflightCost -= p.cost
 	eng.held = false
@@ -273,6 +272,9 @@ var recentWindow = [NumEngines]float64{1e9, 4 << 30}
 func (s *Scheduler) chargeLocked(p *point, charge int64) {
 	t, e := p.t, p.e
 	te := &t.eng[e]
+	// The estimate leaves the tenant's in-flight cost as the charge arrives,
+	// so a policy never sees the work as neither pending nor charged.
+	te.inflightCost -= p.cost
 	te.usage += charge
 	te.completed += uint64(p.n)
 	if q := p.sq.q; e == EngineCompute {

@@ -1,0 +1,263 @@
+package sched_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gpuos/gpuos/internal/backend"
+	"github.com/gpuos/gpuos/internal/backend/sim"
+	"github.com/gpuos/gpuos/internal/sched"
+)
+
+// workPTX is a kernel whose every thread loops n times: three instructions an
+// iteration, three more around the loop.
+const workPTX = `
+.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry work(.param .u32 work_n)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<4>;
+	ld.param.u32 %r1, [work_n];
+	mov.u32 %r2, 0;
+$L_loop:
+	add.u32 %r2, %r2, 1;
+	setp.lt.u32 %p1, %r2, %r1;
+	@%p1 bra $L_loop;
+	ret;
+}
+`
+
+// simGPU is a software GPU whose clock runs at 1 MHz on one SM, so that a
+// thread-instruction costs one virtual microsecond: kernels of a few hundred
+// instructions stand for long GPU work while costing little real time.
+type simGPU struct {
+	dev  *sim.Device
+	work backend.Function
+}
+
+func newSimGPU(t testing.TB) *simGPU {
+	t.Helper()
+	b := sim.New(sim.Options{SMs: 1, Memory: 64 << 20, Workers: 1,
+		Cost: sim.CostModel{ClockMHz: 1, IssuePerSMPerClock: 1, LaunchOverhead: time.Microsecond}})
+	d, err := b.Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	mod, err := d.LoadModule([]byte(workPTX))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := mod.Function("work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &simGPU{dev: d.(*sim.Device), work: fn}
+}
+
+func (g *simGPU) stream(t testing.TB, prio int) backend.Stream {
+	t.Helper()
+	st, err := g.dev.NewStream(prio)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Destroy() })
+	return st
+}
+
+func params(n uint32) []byte {
+	return binary.LittleEndian.AppendUint32(nil, n)
+}
+
+// launch returns an Issue that launches work(n) with blocks blocks.
+func (g *simGPU) launch(st backend.Stream, n, blocks uint32) func() error {
+	p := params(n)
+	return func() error {
+		return st.Launch(g.work, backend.LaunchConfig{Grid: [3]uint32{blocks, 1, 1}, Block: [3]uint32{1, 1, 1}}, p)
+	}
+}
+
+// cost measures the virtual time of work(n) on blocks blocks, alone.
+func (g *simGPU) cost(t testing.TB, n, blocks uint32) time.Duration {
+	t.Helper()
+	st := g.stream(t, 0)
+	a, _ := g.dev.NewEvent(0)
+	b, _ := g.dev.NewEvent(0)
+	if err := st.Record(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.launch(st, n, blocks)(); err != nil {
+		t.Fatal(err)
+	}
+	st.Record(b)
+	if err := b.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := b.Elapsed(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func newSched(t testing.TB, o sched.Options) *sched.Scheduler {
+	t.Helper()
+	s, err := sched.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func newQueue(t testing.TB, s *sched.Scheduler, p sched.QueueParams) *sched.Queue {
+	t.Helper()
+	q, err := s.NewQueue(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(q.Close)
+	return q
+}
+
+func tctx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// ---- a fake device whose streams complete work only when told --------------
+
+type fakeDevice struct {
+	backend.Device // nil: only NewEvent is used
+	events         atomic.Int64
+}
+
+func (d *fakeDevice) NewEvent(backend.EventFlags) (backend.Event, error) {
+	d.events.Add(1)
+	return &fakeEvent{}, nil
+}
+
+// fakeStream counts the operations enqueued on it; they complete in order
+// when released (or at once when auto).
+type fakeStream struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	enqueued int
+	done     int
+	auto     bool
+	failNext error
+}
+
+func newFakeStream(auto bool) *fakeStream {
+	f := &fakeStream{auto: auto}
+	f.cond = sync.NewCond(&f.mu)
+	return f
+}
+
+// op enqueues one operation.
+func (f *fakeStream) op() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failNext; err != nil {
+		f.failNext = nil
+		return err
+	}
+	f.enqueued++
+	if f.auto {
+		f.done = f.enqueued
+		f.cond.Broadcast()
+	}
+	return nil
+}
+
+// release completes up to n more operations (all if n < 0).
+func (f *fakeStream) release(n int) {
+	f.mu.Lock()
+	if n < 0 || f.done+n > f.enqueued {
+		f.done = f.enqueued
+	} else {
+		f.done += n
+	}
+	f.cond.Broadcast()
+	f.mu.Unlock()
+}
+
+func (f *fakeStream) pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.enqueued - f.done
+}
+
+func (f *fakeStream) Launch(backend.Function, backend.LaunchConfig, []byte) error { return f.op() }
+func (f *fakeStream) CopyHtoD(backend.DevicePtr, []byte) error                    { return f.op() }
+func (f *fakeStream) CopyDtoH([]byte, backend.DevicePtr) error                    { return f.op() }
+func (f *fakeStream) CopyDtoD(_, _ backend.DevicePtr, _ uint64) error             { return f.op() }
+func (f *fakeStream) Memset(backend.DevicePtr, uint32, int, uint64) error         { return f.op() }
+func (f *fakeStream) WaitEvent(backend.Event) error                               { return nil }
+func (f *fakeStream) Callback(func(error)) error                                  { return errors.ErrUnsupported }
+func (f *fakeStream) Query() (bool, error)                                        { return f.pending() == 0, nil }
+func (f *fakeStream) Destroy() error                                              { return nil }
+func (f *fakeStream) Synchronize() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.done < f.enqueued {
+		f.cond.Wait()
+	}
+	return nil
+}
+
+func (f *fakeStream) Record(e backend.Event) error {
+	f.mu.Lock()
+	ev := e.(*fakeEvent)
+	ev.mu.Lock()
+	ev.st, ev.at = f, f.enqueued
+	ev.mu.Unlock()
+	f.mu.Unlock()
+	return nil
+}
+
+type fakeEvent struct {
+	mu sync.Mutex
+	st *fakeStream
+	at int
+}
+
+func (e *fakeEvent) wait() {
+	e.mu.Lock()
+	st, at := e.st, e.at
+	e.mu.Unlock()
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	for st.done < at {
+		st.cond.Wait()
+	}
+	st.mu.Unlock()
+}
+
+func (e *fakeEvent) Query() (bool, error) {
+	e.mu.Lock()
+	st, at := e.st, e.at
+	e.mu.Unlock()
+	if st == nil {
+		return true, nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.done >= at, nil
+}
+func (e *fakeEvent) Synchronize() error { e.wait(); return nil }
+func (e *fakeEvent) Elapsed(backend.Event) (time.Duration, error) {
+	return 0, errors.ErrUnsupported
+}
+func (e *fakeEvent) Destroy() error { return nil }
