@@ -1,0 +1,131 @@
+package ring
+
+import (
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options tune how an end waits. The zero value takes the defaults.
+type Options struct {
+	// Spin is how long a waiter polls before it sleeps: long enough to catch
+	// the peer's next step without a system call, short enough not to starve
+	// the peer of a CPU. Zero means DefaultSpin(); negative, no polling.
+	Spin time.Duration
+	// Sleep bounds one futex sleep; the waiter then re-checks its own state
+	// (so a peer that tampers with the futex word delays, but never strands,
+	// a Close). Zero means 100ms.
+	Sleep time.Duration
+	// OnFull, for a Producer, runs when the ring is full, before the producer
+	// sleeps and after each sleep: a client uses it to drain replies that may
+	// be what keeps the peer from consuming. It must not write to this ring.
+	OnFull func()
+}
+
+const defaultSleep = 100 * time.Millisecond
+
+func (o Options) withDefaults() Options {
+	if o.Spin == 0 {
+		o.Spin = DefaultSpin()
+	}
+	if o.Sleep <= 0 {
+		o.Sleep = defaultSleep
+	}
+	return o
+}
+
+// SpinEnv is the environment variable that overrides DefaultSpin: a Go
+// duration such as "20us", or "0" for no polling.
+const SpinEnv = "GPUOS_RING_SPIN"
+
+// DefaultSpin is the polling time used when Options.Spin is zero: $GPUOS_RING_SPIN
+// if set, else 50µs on machines with at least 8 CPUs and 5µs below that,
+// where a polling waiter would take the CPU its peer needs.
+func DefaultSpin() time.Duration { return defaultSpin() }
+
+var defaultSpin = sync.OnceValue(func() time.Duration {
+	if s := os.Getenv(SpinEnv); s != "" {
+		if d, err := time.ParseDuration(s); err == nil {
+			if d == 0 {
+				return -1
+			}
+			return d
+		}
+	}
+	if runtime.NumCPU() >= 8 {
+		return 50 * time.Microsecond
+	}
+	return 5 * time.Microsecond
+})
+
+// waitUntil returns once ready reports true, or with stop's error. It polls
+// for o.Spin, then sleeps on word: it sets word to 1, re-checks ready (the
+// other side sets its condition before it looks at word, so one of the two
+// sees the other), and sleeps while word stays 1. The other side clears word
+// and wakes sleepers (ringBell). exclusive says this waiter is the word's only
+// one and may clear it itself once ready, sparing the other side a wake-up;
+// shared words are cleared only by the side that wakes. idle, if set, runs
+// before each sleep.
+func waitUntil(word *atomic.Uint32, o *Options, exclusive bool, ready func() bool, stop func() error, idle func()) error {
+	if ready() {
+		return nil
+	}
+	if o.Spin > 0 {
+		start := time.Now()
+		for i := 1; ; i++ {
+			if ready() {
+				return nil
+			}
+			if i&63 == 0 {
+				if err := stop(); err != nil {
+					return err
+				}
+				if time.Since(start) >= o.Spin {
+					break
+				}
+			}
+		}
+	}
+	for {
+		if err := stop(); err != nil {
+			return err
+		}
+		if idle != nil {
+			idle()
+		}
+		word.Store(1)
+		if ready() {
+			if exclusive {
+				word.Store(0)
+			}
+			return nil
+		}
+		if err := stop(); err != nil {
+			return err
+		}
+		futexWait(word, 1, o.Sleep)
+		if ready() {
+			if exclusive {
+				word.Store(0)
+			}
+			return nil
+		}
+	}
+}
+
+// ringBell wakes whoever sleeps on word. It makes a system call only if a
+// waiter announced itself.
+func ringBell(word *atomic.Uint32) {
+	if word.Load() != 0 && word.Swap(0) != 0 {
+		futexWake(word)
+	}
+}
+
+// wakeAll clears word and wakes every sleeper unconditionally, so that a
+// waiter about to sleep finds the word changed and re-checks its state.
+func wakeAll(word *atomic.Uint32) {
+	word.Store(0)
+	futexWake(word)
+}
