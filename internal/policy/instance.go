@@ -525,3 +525,10 @@ func (i *Instance) exchange(n uint32) (ptr uint32, buf []byte, err error) {
 }
 
 var le = binary.LittleEndian
+
+// reject stops the instance for a decision its caller found invalid.
+func (i *Instance) reject(what string, err error) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.fail(what, err)
+}

@@ -142,8 +142,9 @@ func (r *recorder) OnTick(h *sched.Host, now time.Duration) error {
 
 // workload runs three tenants weighted 1:2:3 on the software GPU under the
 // active policy of s, each submitting compute commands of different lengths
-// and some copies, and waits for all of them. It returns the commands
-// submitted and completed.
+// and some copies on one stream, and waits for all of them. It returns the
+// commands submitted and completed, and fails the test if a tenant's
+// commands complete out of submission order.
 func workload(t testing.TB, s *sched.Scheduler, dev backend.Device, perTenant int) (submitted, completed int) {
 	t.Helper()
 	type tenantLoad struct {
@@ -154,7 +155,7 @@ func workload(t testing.TB, s *sched.Scheduler, dev backend.Device, perTenant in
 	loads := []tenantLoad{{"short", 1, 50 * time.Microsecond}, {"medium", 2, 150 * time.Microsecond}, {"long", 3, 400 * time.Microsecond}}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	errs := make(chan error, len(loads))
+	errs := make(chan error, 2*len(loads))
 	for k, l := range loads {
 		q, err := s.NewQueue(sched.QueueParams{Tenant: l.name, Session: uint64(k + 1), Share: sched.Share{Compute: l.weight, Copy: l.weight}})
 		if err != nil {
@@ -170,6 +171,7 @@ func workload(t testing.TB, s *sched.Scheduler, dev backend.Device, perTenant in
 			defer st.Destroy()
 			defer q.Close()
 			ctx := context.Background()
+			next := 0 // the command whose completion comes next, on this stream
 			for n := range perTenant {
 				kind, bytes := sched.Compute, uint64(0)
 				if n%5 == 4 {
@@ -179,10 +181,17 @@ func workload(t testing.TB, s *sched.Scheduler, dev backend.Device, perTenant in
 				c := &sched.Command{Kind: kind, Stream: st, Bytes: bytes,
 					Issue: func() error { return st.Callback(func(error) { spin(work) }) },
 					Done: func(err error) {
+						mu.Lock()
+						defer mu.Unlock()
+						if n != next {
+							select {
+							case errs <- fmt.Errorf("tenant %s: command %d completed when %d was due", l.name, n, next):
+							default:
+							}
+						}
+						next = n + 1
 						if err == nil {
-							mu.Lock()
 							completed++
-							mu.Unlock()
 						}
 					}}
 				if err := q.Submit(ctx, c); err != nil {
