@@ -62,6 +62,7 @@ type Driver struct {
 	staging *stagingPool
 	log     *slog.Logger
 	limits  config.SessionLimits
+	guard   driverGuard // the PTX guard's fault records and private stream (guard.go)
 	// memHooks connect the memory manager to sessions (memory.go), shm
 	// holds the shared memory segments (shm.go).
 	memHooks *memHooks

@@ -13,7 +13,6 @@ import (
 	"github.com/gpuos/gpuos/internal/cap"
 	"github.com/gpuos/gpuos/internal/ledger"
 	"github.com/gpuos/gpuos/internal/mem"
-	"github.com/gpuos/gpuos/internal/ptx"
 	"github.com/gpuos/gpuos/internal/sched"
 	"github.com/gpuos/gpuos/internal/wire"
 )
@@ -32,6 +31,9 @@ var (
 // handle answers one admitted request; the wire server has already checked the
 // endpoint, the session's rights for the request type, and the frame's form.
 func (s *Session) handle(ctx context.Context, req *wire.Request) (v1.Message, []int, error) {
+	if err := s.guardRevoked(req); err != nil {
+		return nil, nil, err
+	}
 	reply, err := s.dispatch(ctx, req)
 	if err != nil {
 		err = s.d.check(err)
@@ -213,6 +215,9 @@ func (s *Session) resolve(r v1.Ref, n uint64, write bool) (backend.DevicePtr, er
 		s.mu.Lock()
 		h, ok := s.allocs[a]
 		s.mu.Unlock()
+		if !ok && s.inGlobal(r.Offset, n) { // a module's relocated globals
+			return backend.DevicePtr(r.Offset), nil
+		}
 		if !ok {
 			return 0, v1.Errorf(v1.CodeInvalidArgument, "address %#x is not in a buffer of this session", r.Offset)
 		}
@@ -337,32 +342,30 @@ func (s *Session) loadProgram(m *v1.LoadProgram) (v1.Message, error) {
 	if len(m.Image) == 0 {
 		return nil, ErrEmptyImage
 	}
-	var kernels []string
-	if isPTX(m.Image) {
-		m.Image = bytes.TrimRight(m.Image, "\x00")
-		mod, err := ptx.Parse(m.Image)
-		if err != nil {
-			return nil, fmt.Errorf("load program: %w", err)
-		}
-		for _, f := range mod.Functions() {
-			if f.Entry && f.Body != nil {
-				kernels = append(kernels, f.Name)
-			}
-		}
+	// The trust tier decides what loads: guarded PTX, allowlisted SASS, or nothing.
+	image, gp, kernels, err := s.admitImage(m.Image)
+	if err != nil {
+		return nil, fmt.Errorf("load program: %w", err)
 	}
 	if err := s.ledger.Charge(ledger.Programs, 1); err != nil {
 		return nil, err
 	}
 	// The image aliases the request frame; backends copy what they keep.
-	mod, err := s.d.dev.LoadModule(m.Image)
+	mod, err := s.d.dev.LoadModule(image)
 	if err != nil {
 		s.ledger.Refund(ledger.Programs, 1)
 		return nil, fmt.Errorf("load program: %w", err)
 	}
-	p := &programObj{mod: mod, kernels: kernels, name: m.Name}
+	p := &programObj{mod: mod, kernels: kernels, name: m.Name, guard: gp}
+	if err := s.bindGuard(p); err != nil {
+		mod.Unload()
+		s.ledger.Refund(ledger.Programs, 1)
+		return nil, fmt.Errorf("load program: %w", err)
+	}
 	h, err := s.insert(cap.KindProgram, p, s.selfRef(), 0, func() {
 		s.queue.Wait(context.Background())
 		s.forgetGlobals(p)
+		s.unbindGuard(p)
 		mod.Unload()
 		s.ledger.Refund(ledger.Programs, 1)
 	})
@@ -402,7 +405,7 @@ func (s *Session) getKernel(m *v1.GetKernel) (v1.Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kernel %q: %w", m.Name, err)
 	}
-	k := &kernelObj{fn: fn, name: m.Name}
+	k := &kernelObj{fn: fn, name: m.Name, prog: p}
 	info := &v1.KernelInfo{}
 	for _, prm := range fn.Params() {
 		info.Params = append(info.Params, v1.ParamInfo{Offset: prm.Offset, Size: prm.Size})
@@ -431,6 +434,9 @@ func (s *Session) getGlobal(m *v1.GetGlobal) (v1.Message, error) {
 		return nil, err
 	}
 	ptr, size, err := p.mod.Global(m.Name)
+	if a, n, ok := p.guardGlobal(m.Name); ok { // relocated into the window by the guard
+		ptr, size, err = backend.DevicePtr(a), n, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("global %q: %w", m.Name, err)
 	}
@@ -465,10 +471,13 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch) error {
 	}
 	cfg := backend.LaunchConfig{Grid: m.Grid, Block: m.Block, SharedMem: m.SharedMem}
 	params := append([]byte(nil), m.Params...) // the request frame is not ours to keep
+	if err := s.guardLaunch(k, params); err != nil {
+		return fmt.Errorf("launch %s: %w", k.name, err)
+	}
 	s.launches.Add(1)
 	s.auditHot(audit.KindLaunch, map[string]any{"kernel": k.name, "grid": m.Grid, "block": m.Block})
 	return s.submit(ctx, &sched.Command{Kind: sched.Compute, Stream: so.st,
-		Issue: func() error { return so.st.Launch(k.fn, cfg, params) }})
+		Issue: func() error { return so.st.Launch(k.fn, cfg, params) }, Done: s.guardDone(k)})
 }
 
 // ---- copies -----------------------------------------------------------------

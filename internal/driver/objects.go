@@ -25,6 +25,7 @@ type programObj struct {
 	mod     backend.Module
 	kernels []string
 	name    string
+	guard   *guardedProgram // loaded through the guard, or trusted SASS; nil otherwise (guard.go)
 }
 
 // kernelObj is a kernel looked up in a program.
@@ -32,6 +33,7 @@ type kernelObj struct {
 	fn        backend.Function
 	name      string
 	paramSize uint32
+	prog      *programObj
 }
 
 // streamObj is a client stream: one backend stream.

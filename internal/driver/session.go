@@ -43,6 +43,7 @@ type Session struct {
 	state    string
 
 	launches, copies, copyBytes, violations atomic.Uint64
+	guard                                   sessionGuard // guarded programs and revocation (guard.go)
 	auditLimit                              rateLimit
 }
 
@@ -177,6 +178,7 @@ func (s *Session) deferError(err error) {
 
 // takeDeferred returns and clears the deferred error.
 func (s *Session) takeDeferred() error {
+	s.checkGuard(true) // a guard violation found now is deferred like any asynchronous error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err := s.deferred
