@@ -42,14 +42,15 @@
 //     Devices, SessionOpened, Sessions, AuditLines, BufferCreated, Data,
 //     ProgramLoaded, KernelInfo, StreamCreated, FenceCreated, RightsReply,
 //     Granted, MemInfoReply, Duration, SessionStat, SessionAttached,
-//     ShmSegment, ShmStat (130..148).
+//     ShmSegment, ShmStat, RingOpened, StagingOpened (130..150).
 //     A reply frame's type names its payload. An error reply has type Error and
 //     flags Reply|Error; its ID is the request's.
 //   - Flags must be consistent: Reply with NoReply, or Error without Reply, is
 //     malformed; a reply type must come in a reply frame and a request type in a
 //     request frame; Error flag if and only if type Error.
 //   - The number of file descriptors a frame carries is fixed per type (the
-//     table's FDs): one for SessionOpened and AttachSession, none elsewhere.
+//     table's FDs): one for SessionOpened, AttachSession, RingOpened and
+//     StagingOpened, none elsewhere.
 //   - The buffer rights are named RightBufferRead, RightBufferWrite and
 //     RightBufferGrant, since BufferRead and BufferWrite are messages.
 //   - Attach needs RightGrant (the rights section says Grant covers grant and
@@ -60,6 +61,13 @@
 //   - Shared memory segments (ShmGet, ShmAttach, ShmCtl: the shm-like API)
 //     need RightGrant, like Grant and Attach; creating one also needs
 //     RightAlloc, which the driver checks.
+//   - The hot path (OpenRing, OpenStaging, StagedCopy; see hotpath.go): OpenRing
+//     needs no right, since it changes how requests travel and not what they
+//     may do; OpenStaging and StagedCopy need RightCopy. StagedCopy is
+//     synchronous in the table (an error reply is how the client learns that
+//     a slot was not used) but its reply comes before the copy is done unless
+//     it asks to Wait. Its Dir must be HtoD or DtoH (else Malformed); its
+//     range is the driver's to check.
 //   - Memcpy: Data must be exactly Size bytes for HtoD and empty otherwise.
 //     NoReply is refused for DtoH (its reply carries the bytes), by
 //     AdmitMessage after decoding.

@@ -15,7 +15,7 @@ const (
 	Major uint16 = 1
 	// Minor is the protocol's minor version; it only adds, so peers of the same
 	// major interoperate.
-	Minor uint16 = 0
+	Minor uint16 = 1
 
 	// HeaderSize is the size of a frame header.
 	HeaderSize = 16

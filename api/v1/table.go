@@ -41,6 +41,9 @@ const (
 	TypeShmGet          Type = 43
 	TypeShmAttach       Type = 44
 	TypeShmCtl          Type = 45
+	TypeOpenRing        Type = 46
+	TypeOpenStaging     Type = 47
+	TypeStagedCopy      Type = 48
 
 	// Control, manager to driver.
 	TypeAttachSession Type = 60
@@ -73,6 +76,8 @@ const (
 	TypeSessionAttached Type = 146
 	TypeShmSegment      Type = 147
 	TypeShmStat         Type = 148
+	TypeRingOpened      Type = 149
+	TypeStagingOpened   Type = 150
 )
 
 // Info is one row of the message table.
@@ -135,6 +140,9 @@ var messageTable = [...]Info{
 	{Type: TypeShmGet, Name: "ShmGet", New: func() Message { return new(ShmGet) }, Reply: TypeShmSegment, Endpoints: EndpointDriver, Right: RightGrant},
 	{Type: TypeShmAttach, Name: "ShmAttach", New: func() Message { return new(ShmAttach) }, Reply: TypeBufferCreated, Endpoints: EndpointDriver, Right: RightGrant},
 	{Type: TypeShmCtl, Name: "ShmCtl", New: func() Message { return new(ShmCtl) }, Reply: TypeShmStat, Endpoints: EndpointDriver, Right: RightGrant},
+	{Type: TypeOpenRing, Name: "OpenRing", New: func() Message { return new(OpenRing) }, Reply: TypeRingOpened, Endpoints: EndpointDriver},
+	{Type: TypeOpenStaging, Name: "OpenStaging", New: func() Message { return new(OpenStaging) }, Reply: TypeStagingOpened, Endpoints: EndpointDriver, Right: RightCopy},
+	{Type: TypeStagedCopy, Name: "StagedCopy", New: func() Message { return new(StagedCopy) }, Reply: TypeEmpty, Endpoints: EndpointDriver, Right: RightCopy},
 
 	{Type: TypeAttachSession, Name: "AttachSession", New: func() Message { return new(AttachSession) }, Reply: TypeSessionAttached, Endpoints: EndpointControl, FDs: 1},
 	{Type: TypeDriverStats, Name: "DriverStats", New: func() Message { return new(DriverStats) }, Reply: TypeSessions, Endpoints: EndpointControl},
@@ -162,6 +170,8 @@ var messageTable = [...]Info{
 	{Type: TypeSessionAttached, Name: "SessionAttached", New: func() Message { return new(SessionAttached) }},
 	{Type: TypeShmSegment, Name: "ShmSegment", New: func() Message { return new(ShmSegment) }},
 	{Type: TypeShmStat, Name: "ShmStat", New: func() Message { return new(ShmStat) }},
+	{Type: TypeRingOpened, Name: "RingOpened", New: func() Message { return new(RingOpened) }, FDs: 1},
+	{Type: TypeStagingOpened, Name: "StagingOpened", New: func() Message { return new(StagingOpened) }, FDs: 1},
 }
 
 // tableIndex maps a Type below 256 to its row in messageTable, plus one.

@@ -60,6 +60,11 @@ func Samples() []v1.Message {
 		&v1.ShmAttach{Segment: 19, ReadOnly: true},
 		&v1.ShmCtl{Segment: 19, Op: v1.ShmAllow, Tenant: "bob", Rights: v1.RightBufferRead},
 
+		&v1.OpenRing{SubmitBytes: 1 << 19, CompleteBytes: 1 << 18},
+		&v1.OpenStaging{Bytes: 64 << 20, SlotBytes: 4 << 20},
+		&v1.StagedCopy{Stream: 13, Dir: v1.DirHtoD, Dev: v1.Ref{Buffer: 9, Offset: 4096}, Offset: 8 << 20, Size: 4 << 20, Gen: 7, Wait: true},
+		&v1.StagedCopy{Stream: 0, Dir: v1.DirDtoH, Dev: v1.Ref{Offset: 0x7f0000200000}, Offset: 12 << 20, Size: 100, Gen: 0xffffffff},
+
 		&v1.AttachSession{SessionID: 7, Tenant: "alice", Rights: v1.AllSessionRights, MemoryQuota: 8 << 30,
 			Weight: 3, Priority: -1, PID: 4242, UID: 1000, Label: "train",
 			Trust: v1.TrustTrusted, TrustedModules: [][32]byte{{1, 2, 3}, {31: 9}}},
@@ -88,6 +93,8 @@ func Samples() []v1.Message {
 		&v1.Duration{Ns: 1500},
 		&stat,
 		&v1.SessionAttached{WindowBase: 1 << 40, WindowSize: 1 << 34},
+		&v1.RingOpened{SubmitBytes: 1 << 19, CompleteBytes: 1 << 18},
+		&v1.StagingOpened{Slots: 16, SlotBytes: 4 << 20},
 		&v1.ShmSegment{Handle: 19, Owner: "alice", Name: "frames", Size: 256 << 20, Rights: v1.RightBufferRead | v1.RightBufferWrite, Created: true},
 		&v1.ShmStat{Owner: "alice", Name: "frames", Size: 256 << 20, Handles: 2, Mappings: 3, Removed: true,
 			Allowed: []v1.ShmAccess{{Tenant: "bob", Rights: v1.RightBufferRead}, {Tenant: "carol", Rights: v1.RightBufferRead | v1.RightBufferWrite}}},
