@@ -1,6 +1,7 @@
 package shim
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"sync"
@@ -66,7 +67,12 @@ func (d *Driver) loadImage(t Thread, addr uintptr, label string) (*module, Resul
 		d.log.Printf("%s: %v", label, err)
 		return nil, cu.CUDA_ERROR_INVALID_IMAGE
 	}
-	return d.loadBytes(c, s, hostBytes(uintptr(img.addr), img.size), label)
+	data := hostBytes(uintptr(img.addr), img.size)
+	if img.kind == imagePTX && !bytes.Contains(data[:min(len(data), 4096)], []byte(".version")) {
+		d.log.Printf("%s: text that is not PTX (no .version directive)", label)
+		return nil, cu.CUDA_ERROR_INVALID_IMAGE
+	}
+	return d.loadBytes(c, s, data, label)
 }
 
 // loadBytes loads an image held in data (which is only read during the call).

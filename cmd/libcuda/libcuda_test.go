@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuos/gpuos/client"
+	cu "github.com/gpuos/gpuos/internal/abi/cuda"
+	"github.com/gpuos/gpuos/internal/testenv"
+)
+
+// The tests build libcuda.so.1 and the gpuos binary once, compile the C
+// programs of testdata/capi against include/cuda.h with gcc, and run each
+// against a gpuos on the software GPU, asserting its exit status and output.
+// They need go and gcc; without gcc they skip.
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+const repo = "../.."
+
+func goTool(t *testing.T) string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+func run(t *testing.T, dir string, env []string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// build makes dir/libcuda.so.1 (with its soname, and the libcuda.so link a
+// linker wants) and dir/gpuos.
+func build(t *testing.T, dir string) {
+	t.Helper()
+	goBin := goTool(t)
+	run(t, ".", nil, goBin, "build", "-buildmode=c-shared", "-ldflags=-extldflags=-Wl,-soname,libcuda.so.1",
+		"-o", filepath.Join(dir, "libcuda.so.1"), ".")
+	if err := os.Symlink("libcuda.so.1", filepath.Join(dir, "libcuda.so")); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ".", nil, goBin, "build", "-o", filepath.Join(dir, "gpuos"), "../gpuos")
+}
+
+// compile builds testdata/capi/name.c (or bench/name.c) against the shim.
+func compile(t *testing.T, dir, src string) string {
+	t.Helper()
+	out := filepath.Join(dir, strings.TrimSuffix(filepath.Base(src), ".c"))
+	run(t, ".", nil, "gcc", "-std=gnu11", "-O1", "-Wall", "-Werror", "-I", filepath.Join(repo, "include"),
+		src, "-o", out, "-L", dir, "-lcuda", "-lpthread")
+	return out
+}
+
+// program is one C test program and lines its output must contain.
+type program struct {
+	name string
+	want []string
+}
+
+var programs = []program{
+	{"vecadd", []string{"vecadd of 10000 elements with kernelParams", "with extra", "parameter 3 at 24"}},
+	{"reduce", []string{"reduce_shared: 128 blocks", "reduce_shfl: sum", "= CUDA_ERROR_INVALID_VALUE"}},
+	{"streams", []string{"stream order", "cross-stream wait", "host functions and callbacks in stream order", "legacy default stream"}},
+	{"memcpy", []string{"cuMemcpyHtoD, cuMemcpyDtoD, cuMemcpyDtoH", "the Async forms", "cuMemcpy host->device->device->host",
+		"pinned host memory both ways", "cuMemcpy2D host->pitched device", "cuMemcpy3D", "cuMemcpyPeer"}},
+	{"memset", []string{"cuMemsetD8, cuMemsetD16, cuMemsetD32", "cuMemsetD2D32", "pinned host memory"}},
+	{"pointers", []string{"device pointer: type, context", "cuMemGetAddressRange of an interior pointer", "unknown address"}},
+	{"context", []string{"context stack", "per-thread current context", "context-local storage", "integrity check"}},
+	{"errors", []string{
+		"cuModuleGetFunction(&f, mod, \"no_such_kernel\") = CUDA_ERROR_NOT_FOUND",
+		"cuMemAlloc(&d, (size_t)1 << 50) = CUDA_ERROR_OUT_OF_MEMORY",
+		"cuMemFree((CUdeviceptr)local) = CUDA_ERROR_INVALID_VALUE",
+		"cuGraphCreate(&g, 0) = CUDA_ERROR_NOT_SUPPORTED",
+		"cuMemAllocManaged(&d, 1 << 20, 1) = CUDA_ERROR_NOT_SUPPORTED",
+		"cuGetProcAddress returns its own functions",
+		"gpa(\"\", &fn, 0, 0, &st) = CUDA_SUCCESS",
+	}},
+}
+
+func TestCAPI(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not found")
+	}
+	dir := t.TempDir()
+	build(t, dir)
+	t.Run("Symbols", func(t *testing.T) { testSymbols(t, filepath.Join(dir, "libcuda.so.1")) })
+
+	env := testenv.Start(t, testenv.Options{SimMemory: "1GiB"})
+	kernels, err := filepath.Abs(filepath.Join(repo, "testdata", "kernels"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runEnv := []string{"LD_LIBRARY_PATH=" + dir, "GPUOS_SOCKET=" + env.Socket, "GPUOS_SHIM_LOG=", "GPUOS_SHIM_TRACE="}
+	exe := func(t *testing.T, name string) (*exec.Cmd, string, error) {
+		bin := compile(t, dir, filepath.Join(repo, "testdata", "capi", name+".c"))
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, kernels)
+		cmd.Env = append(os.Environ(), runEnv...)
+		out, err := cmd.CombinedOutput()
+		return cmd, string(out), err
+	}
+	for _, p := range programs {
+		t.Run(p.name, func(t *testing.T) {
+			_, out, err := exe(t, p.name)
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", p.name, err, out)
+			}
+			for _, w := range append(p.want, "PASS "+p.name) {
+				if !strings.Contains(out, w) {
+					t.Errorf("%s: output lacks %q:\n%s", p.name, w, out)
+				}
+			}
+		})
+	}
+
+	t.Run("leak", func(t *testing.T) {
+		cmd, out, err := exe(t, "leak")
+		if err != nil || !strings.Contains(out, "PASS leak") {
+			t.Fatalf("leak: %v\n%s", err, out)
+		}
+		pid := int32(cmd.ProcessState.Pid())
+		c := env.Dial(t, client.Options{})
+		var left []client.SessionStat
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+			ss, err := c.Sessions(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			left = left[:0]
+			for _, s := range ss {
+				if s.PID == pid {
+					left = append(left, s)
+				}
+			}
+			if len(left) == 0 || time.Now().After(deadline) {
+				break
+			}
+		}
+		if len(left) > 0 {
+			t.Errorf("the daemon still holds the exited program's session: %+v", left)
+		}
+	})
+
+	t.Run("gpuos run", func(t *testing.T) {
+		bin := compile(t, dir, filepath.Join(repo, "testdata", "capi", "vecadd.c"))
+		cmd := exec.Command(filepath.Join(dir, "gpuos"), "run", "--socket", env.Socket, "--", bin, kernels)
+		cmd.Env = append(os.Environ(), "GPUOS_SHIM_LOG=")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "PASS vecadd") {
+			t.Fatalf("gpuos run -- vecadd: %v\n%s", err, out)
+		}
+		cmd = exec.Command(filepath.Join(dir, "gpuos"), "run", "--socket", env.Socket, "--", "sh", "-c", "exit 3")
+		if err := cmd.Run(); cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 3 {
+			t.Errorf("gpuos run -- exit 3: %v, want exit status 3", err)
+		}
+	})
+
+	t.Run("launch bench", func(t *testing.T) {
+		bin := compile(t, dir, filepath.Join(repo, "bench", "launch_bench.c"))
+		cmd := exec.Command(bin, "200", filepath.Join(kernels, "bench.ptx"))
+		cmd.Env = append(os.Environ(), runEnv...)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "us/launch") {
+			t.Fatalf("launch_bench: %v\n%s", err, out)
+		}
+	})
+
+	// Last: a fault takes the device's driver process down.
+	t.Run("fault", func(t *testing.T) {
+		_, out, err := exe(t, "fault")
+		if err != nil || !strings.Contains(out, "surfaced at cuCtxSynchronize as CUDA_ERROR_") || !strings.Contains(out, "PASS fault") {
+			t.Fatalf("fault: %v\n%s", err, out)
+		}
+	})
+}
+
+// testSymbols checks that the library exports exactly the real driver's
+// functions, and gpuos_shim_version.
+func testSymbols(t *testing.T, lib string) {
+	f, err := elf.Open(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, s := range syms {
+		if s.Section != elf.SHN_UNDEF && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+			have[s.Name] = true
+		}
+	}
+	var missing []string
+	for _, s := range cu.Symbols() {
+		if !have[s.Name] {
+			missing = append(missing, s.Name)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d driver functions not exported: %v", len(missing), missing)
+	}
+	var extra []string
+	want := map[string]bool{}
+	for _, s := range cu.Symbols() {
+		want[s.Name] = true
+	}
+	for n := range have {
+		if strings.HasPrefix(n, "cu") && !want[n] {
+			extra = append(extra, n)
+		}
+	}
+	sort.Strings(extra)
+	if len(extra) > 0 {
+		t.Errorf("exported functions the real driver lacks: %v", extra)
+	}
+	if !have["gpuos_shim_version"] {
+		t.Error("gpuos_shim_version is not exported")
+	}
+}
+
+func TestGeneratedFresh(t *testing.T) {
+	out, err := exec.Command(goTool(t), "run", "./internal/gen", "-check").CombinedOutput()
+	if err != nil {
+		t.Fatalf("zlibcuda.c is stale (run go generate ./cmd/libcuda): %v\n%s", err, out)
+	}
+}
+
+// TestStubsAreTheRest checks the split between implemented entry points and
+// stubs: every driver function is one or the other, and the implemented ones
+// include the core of issue 4.
+func TestStubsAreTheRest(t *testing.T) {
+	src, err := os.ReadFile("zlibcuda.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stubs := map[string]bool{}
+	for _, line := range bytes.Split(src, []byte("\n")) {
+		var name string
+		if n, _ := fmt.Sscanf(string(line), "int %s", &name); n == 1 && bytes.Contains(line, []byte("return stub(")) {
+			stubs[strings.TrimSuffix(name, "(void)")] = true
+		}
+	}
+	for _, must := range []string{"cuInit", "cuMemAlloc_v2", "cuLaunchKernel", "cuGetProcAddress_v2", "cuGetExportTable",
+		"cuModuleLoadData", "cuLibraryLoadData", "cuStreamAddCallback", "cuEventElapsedTime", "cuMemcpy2D_v2"} {
+		if stubs[must] {
+			t.Errorf("%s is a stub", must)
+		}
+	}
+	for _, stub := range []string{"cuGraphCreate", "cuArrayCreate_v2", "cuMemAllocAsync", "cuIpcGetMemHandle"} {
+		if !stubs[stub] {
+			t.Errorf("%s is not a stub", stub)
+		}
+	}
+}
