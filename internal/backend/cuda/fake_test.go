@@ -307,13 +307,13 @@ func checkThreads(t *testing.T, d *Device, p backend.DevicePtr) {
 	}
 }
 
-// The launch path allocates nothing.
-func TestFakeLaunchAllocatesNothing(t *testing.T) {
+// The hot path allocates nothing: launches, copies, memsets, records, queries.
+func TestFakeHotPathAllocatesNothing(t *testing.T) {
 	_, d := openFakeDevice(t)
-	checkLaunchAllocs(t, d, fakePTX, "empty")
+	checkHotPathAllocs(t, d, fakePTX, "empty")
 }
 
-func checkLaunchAllocs(t *testing.T, d *Device, image, kernel string) {
+func checkHotPathAllocs(t *testing.T, d *Device, image, kernel string) {
 	m, err := d.LoadModule([]byte(image))
 	must(t, err)
 	f, err := m.Function(kernel)
@@ -321,17 +321,38 @@ func checkLaunchAllocs(t *testing.T, d *Device, image, kernel string) {
 	s, err := d.NewStream(0)
 	must(t, err)
 	defer s.Destroy()
+	ev, err := d.NewEvent(backend.EventDisableTiming)
+	must(t, err)
+	defer ev.Destroy()
+	p := allocFake(t, d, 1)
+	pinned, err := d.AllocHost(64)
+	must(t, err)
+	defer pinned.Free()
+	pageable := make([]byte, 64)
 	var st backend.Stream = s
 	cfg := backend.LaunchConfig{Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}
-	allocs := testing.AllocsPerRun(1000, func() {
-		if err := st.Launch(f, cfg, nil); err != nil {
-			t.Fatal(err)
+	for name, op := range map[string]func() error{
+		"Launch":            func() error { return st.Launch(f, cfg, nil) },
+		"CopyHtoD pinned":   func() error { return st.CopyHtoD(p, pinned.Bytes()) },
+		"CopyDtoH pinned":   func() error { return st.CopyDtoH(pinned.Bytes(), p) },
+		"CopyHtoD pageable": func() error { return st.CopyHtoD(p, pageable) },
+		"CopyDtoH pageable": func() error { return st.CopyDtoH(pageable, p) },
+		"CopyDtoD":          func() error { return st.CopyDtoD(p+64, p, 64) },
+		"Memset":            func() error { return st.Memset(p, 7, 4, 16) },
+		"Record":            func() error { return st.Record(ev) },
+		"WaitEvent":         func() error { return st.WaitEvent(ev) },
+		"Query":             func() error { _, err := st.Query(); return err },
+	} {
+		allocs := testing.AllocsPerRun(200, func() {
+			if err := op(); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%s allocates %v times per call, want 0", name, allocs)
 		}
-	})
-	must(t, st.Synchronize())
-	if allocs != 0 {
-		t.Fatalf("Launch allocates %v times per call, want 0", allocs)
 	}
+	must(t, st.Synchronize())
 }
 
 // A fault loses the context for good (in a child process: the fake's fault

@@ -91,10 +91,10 @@ func TestGPUContextOnEveryThread(t *testing.T) {
 	checkThreads(t, d, p)
 }
 
-// The launch path allocates nothing.
-func TestGPULaunchAllocatesNothing(t *testing.T) {
+// The hot path allocates nothing: launches, copies, memsets, records, queries.
+func TestGPUHotPathAllocatesNothing(t *testing.T) {
 	_, d := gpuDevice(t)
-	checkLaunchAllocs(t, d, string(readTestdata(t, "kernels/bench.ptx")), "empty")
+	checkHotPathAllocs(t, d, string(readTestdata(t, "kernels/bench.ptx")), "empty")
 }
 
 // faultPTX stores a word through its pointer argument: at address 8 it

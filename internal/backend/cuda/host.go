@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"fmt"
-	"reflect"
 	"sort"
 	"sync"
 
@@ -24,10 +23,6 @@ type hostRange struct {
 	buf        []byte   // the memory, for Close to unregister
 	alloc      *hostMem // nil for RegisterHost ranges
 }
-
-// addrOf is the address of b's first byte, used only to identify ranges (it
-// is never turned back into a pointer).
-func addrOf(b []byte) uintptr { return reflect.ValueOf(b).Pointer() }
 
 // check validates adding b: non-empty, overlapping nothing registered.
 func (h *hostRegistry) check(b []byte) error {
