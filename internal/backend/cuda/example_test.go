@@ -48,6 +48,6 @@ func ExampleOpen() {
 	_ = s.Memset(p, 0x3f800000, 4, 2048) // 1.0f
 	_ = s.Launch(vecadd, backend.LaunchConfig{Grid: [3]uint32{4, 1, 1}, Block: [3]uint32{256, 1, 1}}, params)
 	out := make([]byte, 4)
-	_ = s.CopyDtoH(out, p+8192) // from Go memory: returns once written
+	_ = s.CopyDtoH(out, p+8192)                          // from Go memory: returns once written
 	fmt.Printf("%#x\n", binary.LittleEndian.Uint32(out)) // 0x40000000, 2.0f
 }
