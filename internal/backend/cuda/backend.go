@@ -63,6 +63,8 @@ func Open() (*Backend, error) {
 	if p := os.Getenv(LibraryEnv); p != "" {
 		paths = []string{p}
 	}
+	// Every candidate is tried (the first may be gpuos's shim or a toolkit
+	// stub on the library path); if none works, the error says why for each.
 	var errs []error
 	for _, p := range paths {
 		b, err := openPath(p)
@@ -70,11 +72,6 @@ func Open() (*Backend, error) {
 			return b, nil
 		}
 		errs = append(errs, err)
-		if !errors.Is(err, ErrNoDriver) && !errors.Is(err, ErrShim) {
-			// A driver was found and is unusable: trying another copy of
-			// it would only hide why.
-			break
-		}
 	}
 	return nil, errors.Join(errs...)
 }
