@@ -18,7 +18,7 @@
 //     sent, and generic copies (cuMemcpy, CU_MEMORYTYPE_UNIFIED) can tell
 //     device addresses from host ones.
 //   - Host memory the shim hands out (cuMemHostAlloc and friends): page-aligned
-//     anonymous mappings today, behind hostAllocator so that the daemon's
+//     anonymous mappings today, behind HostAllocator so that the daemon's
 //     shared pinned staging can replace them.
 //   - Streams: the legacy default stream, the per-thread default streams and
 //     every stream created without CU_STREAM_NON_BLOCKING share one daemon
@@ -42,10 +42,20 @@
 //
 // # Lock order
 //
-// Driver.initMu, then device.mu, then the handle tables' and memory maps' own
-// locks (table.mu, memMap.mu, hostMap.mu, context.mu, event.mu, function.mu),
-// which are leaves: no lock is held while calling the daemon except device.mu
-// during session open and event.mu while an event's fence is replaced. A
-// daemon stream's gate (dstream.mu) is a leaf too; host functions run with no
-// lock held.
+// Driver.initMu, then device.mu (held while a device's session is opened),
+// then module.mu and library.mu (held while the daemon looks a kernel up, so
+// that a name resolves to one handle), then the leaves: the handle tables'
+// locks (table.mu), memMap.mu, hostMap.mu, ctxObj.mu, event.mu, function.mu
+// and a daemon stream's dstream.mu. No leaf is held while calling the daemon
+// or the application (host functions and destructors run with no lock held).
+//
+// # Streams
+//
+// CUDA's legacy default stream synchronizes with every blocking stream. The
+// shim gets that by construction: the legacy default stream, every
+// per-thread default stream (which CUDA also makes a blocking stream) and
+// every stream created without CU_STREAM_NON_BLOCKING submit to one daemon
+// stream per session. That serializes work CUDA would let overlap between
+// blocking streams, which CUDA permits; waits on events always refer to
+// records already submitted, so it cannot deadlock.
 package shim

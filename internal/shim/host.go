@@ -93,9 +93,11 @@ func (m *hostMap) removeAt(base uint64, allocated bool) *hostRegion {
 	return r
 }
 
-// Host allocation flags the shim can honour. DEVICEMAP asks for memory that
-// kernels read in place, which a device in another process cannot do.
-const hostAllocFlags = cu.CU_MEMHOSTALLOC_PORTABLE | cu.CU_MEMHOSTALLOC_WRITECOMBINED
+// Host allocation flags the shim accepts. DEVICEMAP asks that kernels may
+// read the memory in place, which a device in another process cannot: the
+// allocation is made (copies from and to it work) and that is reported once;
+// asking for its device address (cuMemHostGetDevicePointer) is refused.
+const hostAllocFlags = cu.CU_MEMHOSTALLOC_PORTABLE | cu.CU_MEMHOSTALLOC_DEVICEMAP | cu.CU_MEMHOSTALLOC_WRITECOMBINED
 
 // MemHostAlloc is cuMemHostAlloc (and, with flags 0, cuMemAllocHost).
 func (d *Driver) MemHostAlloc(t Thread, size uint64, flags uint32) (uintptr, Result) {
@@ -103,15 +105,11 @@ func (d *Driver) MemHostAlloc(t Thread, size uint64, flags uint32) (uintptr, Res
 	if r != cu.CUDA_SUCCESS {
 		return 0, r
 	}
+	if flags&^hostAllocFlags != 0 || size == 0 {
+		return 0, cu.CUDA_ERROR_INVALID_VALUE
+	}
 	if flags&cu.CU_MEMHOSTALLOC_DEVICEMAP != 0 {
-		d.log.Once("hostalloc-devicemap", "cuMemHostAlloc: CU_MEMHOSTALLOC_DEVICEMAP (memory kernels read in place) is not supported by gpuos")
-		return 0, cu.CUDA_ERROR_NOT_SUPPORTED
-	}
-	if flags&^hostAllocFlags != 0 {
-		return 0, cu.CUDA_ERROR_INVALID_VALUE
-	}
-	if size == 0 {
-		return 0, cu.CUDA_ERROR_INVALID_VALUE
+		d.log.Once("hostalloc-devicemap", "cuMemHostAlloc: CU_MEMHOSTALLOC_DEVICEMAP: gpuos kernels cannot read host memory in place; the memory serves copies only")
 	}
 	mem, err := d.cfg.Host.Alloc(size)
 	if err != nil {
@@ -140,8 +138,9 @@ func (d *Driver) MemFreeHost(p uintptr) Result {
 	return cu.CUDA_SUCCESS
 }
 
-// Registration flags the shim can honour (see hostAllocFlags).
-const hostRegisterFlags = cu.CU_MEMHOSTREGISTER_PORTABLE | cu.CU_MEMHOSTREGISTER_READ_ONLY
+// Registration flags the shim accepts (DEVICEMAP as for cuMemHostAlloc). I/O
+// memory is another device's memory, which gpuos cannot reach.
+const hostRegisterFlags = cu.CU_MEMHOSTREGISTER_PORTABLE | cu.CU_MEMHOSTREGISTER_DEVICEMAP | cu.CU_MEMHOSTREGISTER_READ_ONLY
 
 // MemHostRegister is cuMemHostRegister: the range is recorded as the
 // application's pinned memory. Copies from it work as from any host memory.
@@ -150,12 +149,14 @@ func (d *Driver) MemHostRegister(t Thread, p uintptr, size uint64, flags uint32)
 	if r != cu.CUDA_SUCCESS {
 		return r
 	}
-	if flags&(cu.CU_MEMHOSTREGISTER_DEVICEMAP|cu.CU_MEMHOSTREGISTER_IOMEMORY) != 0 {
-		d.log.Once("hostregister-devicemap", "cuMemHostRegister: CU_MEMHOSTREGISTER_DEVICEMAP and _IOMEMORY are not supported by gpuos")
-		return cu.CUDA_ERROR_NOT_SUPPORTED
+	if flags&cu.CU_MEMHOSTREGISTER_IOMEMORY != 0 {
+		return d.Refuse("cuMemHostRegister: CU_MEMHOSTREGISTER_IOMEMORY")
 	}
 	if flags&^hostRegisterFlags != 0 || p == 0 || size == 0 || uint64(p)+size < uint64(p) {
 		return cu.CUDA_ERROR_INVALID_VALUE
+	}
+	if flags&cu.CU_MEMHOSTREGISTER_DEVICEMAP != 0 {
+		d.log.Once("hostregister-devicemap", "cuMemHostRegister: CU_MEMHOSTREGISTER_DEVICEMAP: gpuos kernels cannot read host memory in place; the memory serves copies only")
 	}
 	if !d.host.insert(&hostRegion{base: uint64(p), size: size, flags: flags, id: d.newID(), ctx: c}) {
 		return cu.CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
