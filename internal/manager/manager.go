@@ -58,6 +58,7 @@ type Manager struct {
 	ln    *net.UnixListener
 
 	nextSession atomic.Uint64
+	denied      atomic.Uint64 // clients refused at Hello, for metrics.go
 
 	mu       sync.Mutex
 	drivers  []*driverProc
@@ -272,6 +273,7 @@ func (m *Manager) handle(ctx context.Context, cl *client, req *wire.Request) (v1
 	if h, ok := req.Msg.(*v1.Hello); ok {
 		t, err := authenticate(m.cfg, m.self, cl.cred.UID, h.Token, h.Tenant)
 		if err != nil {
+			m.denied.Add(1)
 			m.audit.Log(audit.Event{Kind: audit.KindDeny, PID: cl.cred.PID, UID: audit.UID(cl.cred.UID),
 				Detail: map[string]any{"request": "Hello", "program": h.Program, "tenant": h.Tenant}}.WithError(err))
 			return nil, nil, err

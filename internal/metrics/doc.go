@@ -5,7 +5,7 @@
 //
 // Nothing is counted here. A Collector asks a Source (the manager) for a
 // Snapshot at each scrape, with a deadline, so a slow or dead driver delays a
-// scrape by at most that deadline and shows as gpuos_driver_up 0. Which
+// scrape by little more than that deadline and shows as gpuos_driver_up 0. Which
 // v1.SessionStat field becomes which series is one table (table.go): exporting
 // a new field is one row.
 //

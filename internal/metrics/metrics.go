@@ -132,7 +132,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect asks the Source for a snapshot and sends its metrics. It returns
-// within the timeout even if the Source does not.
+// within one and a half times the timeout even if the Source does not.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -140,10 +140,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	got := make(chan Snapshot, 1)
 	go func() { got <- c.src.Snapshot(ctx) }()
+	// The Source needs a moment after its deadline to return what it has.
+	abandon := time.NewTimer(c.opt.Timeout + c.opt.Timeout/2)
+	defer abandon.Stop()
 	var snap Snapshot
 	select {
 	case snap = <-got:
-	case <-ctx.Done():
+	case <-abandon.C:
 		// A Source that ignores its deadline must not hang the scrape; it
 		// finishes into the buffered channel and is dropped.
 		c.overran++
