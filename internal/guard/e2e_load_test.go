@@ -1,0 +1,239 @@
+package guard_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuos/gpuos/client"
+	"github.com/gpuos/gpuos/internal/testenv"
+)
+
+// TestDaemonBenign runs every testdata kernel through the daemon (guarded,
+// as every tenant's PTX is) and compares each buffer with an unguarded run
+// on the interpreter with the same inputs.
+func TestDaemonBenign(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Config: twoTenants(t)})
+	ctx := ctxT(t)
+	_, s := session(t, env, "victim")
+	for _, file := range kernelFiles(t) {
+		src := readPTX(t, file)
+		prog, err := s.LoadProgram(ctx, src, shortName(file))
+		if err != nil {
+			t.Fatalf("%s: load: %v", shortName(file), err)
+		}
+		for _, kernel := range entries(parse(t, src)) {
+			spec, ok := kernelSpecs[kernel]
+			if !ok {
+				continue // TestBenignIdentical reports it
+			}
+			t.Run(shortName(file)+"/"+kernel, func(t *testing.T) {
+				br := newBenignRun(spec, 11)
+				want, _ := br.run(t, parse(t, src), nil, kernel)
+				k, err := prog.Kernel(ctx, kernel)
+				if err != nil {
+					t.Fatal(err)
+				}
+				bufs := make([]*client.Buffer, len(br.data))
+				params := make([]byte, 0, 64)
+				info := k.Info()
+				if len(info.Params) != len(spec.args) {
+					t.Fatalf("%d parameters, spec has %d", len(info.Params), len(spec.args))
+				}
+				for i, a := range spec.args {
+					end := int(info.Params[i].Offset + info.Params[i].Size)
+					for len(params) < end {
+						params = append(params, 0)
+					}
+					at := params[info.Params[i].Offset:]
+					switch v := a.val.(type) {
+					case nil:
+						b, err := s.CreateBuffer(ctx, uint64(len(br.data[i])))
+						if err != nil {
+							t.Fatal(err)
+						}
+						defer b.Close()
+						if err := b.Write(ctx, 0, br.data[i]); err != nil {
+							t.Fatal(err)
+						}
+						bufs[i] = b
+						binary.LittleEndian.PutUint64(at, b.Addr())
+					case int32:
+						binary.LittleEndian.PutUint32(at, uint32(v))
+					case uint32:
+						binary.LittleEndian.PutUint32(at, v)
+					case uint64:
+						binary.LittleEndian.PutUint64(at, v)
+					case float32:
+						binary.LittleEndian.PutUint32(at, math.Float32bits(v))
+					case float64:
+						binary.LittleEndian.PutUint64(at, math.Float64bits(v))
+					}
+				}
+				cfg := client.LaunchConfig{Grid: client.Dim3{X: spec.grid[0], Y: spec.grid[1], Z: spec.grid[2]},
+					Block: client.Dim3{X: spec.block[0], Y: spec.block[1], Z: spec.block[2]}, SharedMem: spec.shared}
+				if err := s.LaunchRaw(k, cfg, params); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Synchronize(ctx); err != nil {
+					t.Fatalf("guarded %s through the daemon: %v", kernel, err)
+				}
+				for i, b := range bufs {
+					if b == nil {
+						continue
+					}
+					got := make([]byte, len(br.data[i]))
+					if err := b.Read(ctx, 0, got); err != nil {
+						t.Fatal(err)
+					}
+					if kernel == "reduce_shfl" && i == 1 {
+						// Float atomics from blocks the sim runs in parallel: the
+						// order of additions, so the last bits, may differ.
+						g, w := math.Float32frombits(binary.LittleEndian.Uint32(got)), math.Float32frombits(binary.LittleEndian.Uint32(want[i]))
+						if math.Abs(float64(g-w)) > 1e-3*math.Max(1, math.Abs(float64(w))) {
+							t.Errorf("sum %v, want %v", g, w)
+						}
+						continue
+					}
+					if !bytes.Equal(got, want[i]) {
+						t.Errorf("argument %d differs from the unguarded run", i)
+					}
+				}
+			})
+		}
+		prog.Close()
+	}
+	st, err := s.Stat(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Violations != 0 || st.State != "active" {
+		t.Errorf("after the benign corpus: %d violations, state %q", st.Violations, st.State)
+	}
+}
+
+// TestTrustTiers: SASS-only modules are refused for guarded tenants and for
+// trusted ones unless allowlisted; a fatbin with PTX is guarded; the
+// isolated tier is not implemented yet.
+func TestTrustTiers(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "fatbin")
+	cubin := readPTX(t, filepath.Join(dir, "vecadd.sm_90.cubin"))
+	sum := sha256.Sum256(cubin)
+	env := testenv.Start(t, testenv.Options{Config: twoTenants(t, hex.EncodeToString(sum[:]))})
+	ctx := ctxT(t)
+
+	_, guarded := session(t, env, "victim")
+	_, err := guarded.LoadProgram(ctx, cubin, "cubin")
+	if !errors.Is(err, client.ErrUnsupported) || !strings.Contains(err.Error(), "trusted_modules") {
+		t.Errorf("guarded tenant loading SASS: %v, want Unsupported naming the options", err)
+	}
+	for _, name := range []string{"vecadd.fatbin", "vecadd.compressed.fatbin"} {
+		prog, err := guarded.LoadProgram(ctx, readPTX(t, filepath.Join(dir, name)), name)
+		if err != nil {
+			t.Errorf("guarded tenant loading %s (it carries PTX): %v", name, err)
+			continue
+		}
+		if ks := prog.Kernels(); len(ks) == 0 {
+			t.Errorf("%s: no kernels listed", name)
+		}
+		prog.Close()
+	}
+
+	_, vendor := session(t, env, "vendor")
+	_, err = vendor.LoadProgram(ctx, cubin, "cubin")
+	// The allowlist lets it through the guard; the sim itself runs no SASS.
+	if !errors.Is(err, client.ErrUnsupported) || strings.Contains(err.Error(), "trusted_modules") {
+		t.Errorf("trusted tenant loading an allowlisted cubin: %v, want the sim's own refusal of SASS", err)
+	}
+	other := append(bytes.Clone(cubin), 0)
+	_, err = vendor.LoadProgram(ctx, other, "other")
+	if !errors.Is(err, client.ErrUnsupported) || !strings.Contains(err.Error(), "trusted_modules") {
+		t.Errorf("trusted tenant loading SASS not on the allowlist: %v, want the guard's refusal", err)
+	}
+
+	_, loner := session(t, env, "loner")
+	_, err = loner.LoadProgram(ctx, readPTX(t, filepath.Join("..", "..", "testdata", "kernels", "vecadd.ptx")), "v")
+	if !errors.Is(err, client.ErrUnsupported) || !strings.Contains(err.Error(), "isolated") {
+		t.Errorf("isolated tenant loading: %v, want Unsupported", err)
+	}
+}
+
+// A module's .global variables move into the session's window: the host
+// reaches them through cuModuleGetGlobal's answer, the kernel through the
+// guard, and both see the same memory.
+const globalsPTX = `
+.version 8.0
+.target sm_80
+.address_size 64
+
+.global .align 4 .u32 counter = 5;
+.global .align 8 .u64 table[4] = {10, 20, 30, 40};
+.global .align 8 .u64 self = generic(table);
+
+.visible .entry bump(.param .u64 out)
+{
+	.reg .b64 	%rd<8>;
+	.reg .b32 	%r<4>;
+	atom.global.add.u32 	%r1, [counter], 1;
+	mov.u64 	%rd1, table;
+	ld.global.u64 	%rd2, [%rd1+16];
+	ld.global.u64 	%rd3, [self];
+	ld.global.u64 	%rd4, [%rd3+24];
+	add.s64 	%rd5, %rd2, %rd4;
+	ld.param.u64 	%rd6, [out];
+	st.global.u64 	[%rd6], %rd5;
+	ret;
+}
+`
+
+func TestRelocatedGlobals(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Config: twoTenants(t)})
+	ctx := ctxT(t)
+	_, s := session(t, env, "victim")
+	prog, err := s.LoadProgram(ctx, []byte(globalsPTX), "globals")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, size, err := prog.Global(ctx, "counter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, wsize := s.Window()
+	if addr < base || addr+size > base+wsize || size != 4 {
+		t.Fatalf("counter at %#x+%d, want inside the window %#x+%#x", addr, size, base, wsize)
+	}
+	out, err := s.CreateBuffer(ctx, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := prog.Kernel(ctx, "bump")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Launch(k, client.LaunchConfig{Grid: client.Dim3{X: 1}, Block: client.Dim3{X: 32}}, out); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 8)
+	if err := out.Read(ctx, 0, got); err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.LittleEndian.Uint64(got); v != 70 {
+		t.Errorf("kernel read %d through relocated globals, want 30+40", v)
+	}
+	c := make([]byte, 4)
+	if err := s.CopyFromDevice(ctx, c, client.Addr(addr), nil); err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.LittleEndian.Uint32(c); v != 5+32 {
+		t.Errorf("counter = %d after 32 increments from 5", v)
+	}
+}
