@@ -66,15 +66,30 @@ func Open() (*Backend, error) {
 	// Every candidate is tried (the first may be gpuos's shim or a toolkit
 	// stub on the library path); if none works, the error says why for each.
 	var errs []error
+	var missing []string
 	for _, p := range paths {
 		b, err := openPath(p)
 		if err == nil {
 			return b, nil
 		}
+		var nd noDriverError
+		if errors.As(err, &nd) {
+			missing = append(missing, nd.detail)
+			continue
+		}
 		errs = append(errs, err)
+	}
+	if len(missing) > 0 {
+		errs = append(errs, fmt.Errorf("%w: %s", ErrNoDriver, strings.Join(missing, "; ")))
 	}
 	return nil, errors.Join(errs...)
 }
+
+// noDriverError: dlopen could not load a candidate; detail is dlerror's text.
+type noDriverError struct{ detail string }
+
+func (e noDriverError) Error() string { return ErrNoDriver.Error() + ": " + e.detail }
+func (e noDriverError) Unwrap() error { return ErrNoDriver }
 
 // openPath loads one library and initializes it.
 func openPath(path string) (*Backend, error) {
@@ -86,7 +101,10 @@ func openPath(path string) (*Backend, error) {
 	case openMissing:
 		return nil, fmt.Errorf("load %s: %s: %w", path, detail, ErrMissingSymbol)
 	default:
-		return nil, fmt.Errorf("load %s: %s: %w", path, detail, ErrNoDriver)
+		if !strings.Contains(detail, path) {
+			detail = path + ": " + detail
+		}
+		return nil, noDriverError{detail}
 	}
 	b, err := initLib(l)
 	if err != nil {
