@@ -323,10 +323,7 @@ func (d *Driver) CtxSynchronize(t Thread, h uint64) Result {
 	if r != cu.CUDA_SUCCESS {
 		return r
 	}
-	if r := d.waitHostFuncs(s); r != cu.CUDA_SUCCESS {
-		return r
-	}
-	return resultOf(opAny, s.s.Synchronize(bg))
+	return d.syncSession(s)
 }
 
 // CtxSetLimit is cuCtxSetLimit. The limits are the kernels' resources, which

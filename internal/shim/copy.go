@@ -107,19 +107,23 @@ func (d *Driver) copy1(ds *dstream, dst, src loc, n uint64, sync bool) Result {
 	}
 	switch {
 	case dst.dev != nil && src.dev != nil:
+		ds.submit()
 		return resultOf(opAny, ds.sess.s.CopyDevice(client.Addr(dst.addr), client.Addr(src.addr), n, ds.cs))
 	case dst.dev != nil:
 		data := hostBytes(uintptr(src.addr), n)
 		if sync {
-			return resultOf(opAny, ds.sess.s.CopyToDeviceSync(bg, client.Addr(dst.addr), data, ds.cs))
+			before := ds.submitted.Load()
+			return ds.completes(before, ds.sess.s.CopyToDeviceSync(bg, client.Addr(dst.addr), data, ds.cs))
 		}
+		ds.submit()
 		return resultOf(opAny, ds.sess.s.CopyToDevice(client.Addr(dst.addr), data, ds.cs))
 	case src.dev != nil:
-		return resultOf(opAny, ds.sess.s.CopyFromDevice(bg, hostBytes(uintptr(dst.addr), n), client.Addr(src.addr), ds.cs))
+		before := ds.submitted.Load()
+		return ds.completes(before, ds.sess.s.CopyFromDevice(bg, hostBytes(uintptr(dst.addr), n), client.Addr(src.addr), ds.cs))
 	}
 	// Host to host: after the stream's work, like any copy on it.
 	if ds != nil {
-		if err := ds.cs.Synchronize(bg); err != nil {
+		if err := ds.sync(); err != nil {
 			return resultOf(opAny, err)
 		}
 	}
@@ -304,8 +308,9 @@ func (d *Driver) Memcpy3D(t Thread, c Copy3D, stream uint64, async bool) Result 
 			return r
 		}
 		stage := make([]byte, srcSpan)
-		if err := ds.sess.s.CopyFromDevice(bg, stage, client.Addr(src.addr), ds.cs); err != nil {
-			return resultOf(opAny, err)
+		before := ds.submitted.Load()
+		if r := ds.completes(before, ds.sess.s.CopyFromDevice(bg, stage, client.Addr(src.addr), ds.cs)); r != cu.CUDA_SUCCESS {
+			return r
 		}
 		for z := uint64(0); z < c.Depth; z++ {
 			for y := uint64(0); y < c.Height; y++ {
@@ -328,7 +333,7 @@ func (d *Driver) Memcpy3D(t Thread, c Copy3D, stream uint64, async bool) Result 
 		}
 	}
 	if !async && dst.dev != nil && src.dev != nil {
-		return resultOf(opAny, ds.cs.Synchronize(bg))
+		return resultOf(opAny, ds.sync())
 	}
 	return cu.CUDA_SUCCESS
 }
@@ -380,9 +385,11 @@ func (d *Driver) Memset2D(t Thread, dst, pitch uint64, value uint32, elem int, w
 		return r
 	}
 	if pitch == rowBytes {
+		ds.submit()
 		return resultOf(opAny, ds.sess.s.Memset(client.Addr(dst), value, elem, width*height, ds.cs))
 	}
 	for y := uint64(0); y < height; y++ {
+		ds.submit()
 		if err := ds.sess.s.Memset(client.Addr(dst+y*pitch), value, elem, width, ds.cs); err != nil {
 			return resultOf(opAny, err)
 		}
@@ -400,7 +407,7 @@ func (d *Driver) hostMemset(t Thread, stream, dst, pitch uint64, value uint32, e
 		if r := ds.wait(); r != cu.CUDA_SUCCESS {
 			return r
 		}
-		if err := ds.cs.Synchronize(bg); err != nil {
+		if err := ds.sync(); err != nil {
 			return resultOf(opAny, err)
 		}
 	}

@@ -114,6 +114,7 @@ func (d *Driver) EventRecord(t Thread, h, streamH uint64) Result {
 	if err != nil {
 		return resultOf(opAny, err)
 	}
+	ds.submit()
 	ref := &fenceRef{f: f, sess: ds.sess}
 	ref.refs.Store(1)
 	e.replace(ref)

@@ -92,6 +92,7 @@ func (d *Driver) LaunchKernel(fh uint64, grid, block [3]uint32, shared uint32, s
 	if r := ds.wait(); r != cu.CUDA_SUCCESS {
 		return r
 	}
+	ds.submit()
 	err := ds.sess.s.LaunchRaw(f.k, client.LaunchConfig{
 		Grid:      client.Dim3{X: grid[0], Y: grid[1], Z: grid[2]},
 		Block:     client.Dim3{X: block[0], Y: block[1], Z: block[2]},

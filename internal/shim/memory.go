@@ -154,15 +154,12 @@ func (d *Driver) MemFree(t Thread, ptr uint64) Result {
 	if a == nil {
 		return cu.CUDA_ERROR_INVALID_VALUE
 	}
-	if r := d.waitHostFuncs(a.sess); r != cu.CUDA_SUCCESS {
-		return r
-	}
-	if err := a.sess.s.Synchronize(bg); err != nil {
+	if r := d.syncSession(a.sess); r != cu.CUDA_SUCCESS {
 		// The error belongs to earlier asynchronous work; it is reported
 		// here, as the real driver's sticky errors are, and the memory is
 		// still freed.
 		d.freeAlloc(a)
-		return resultOf(opAny, err)
+		return r
 	}
 	return d.freeAlloc(a)
 }

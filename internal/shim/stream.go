@@ -22,6 +22,12 @@ type dstream struct {
 	pending atomic.Int32 // host functions queued or running
 	runner  atomic.Int64 // OS thread id of the worker while it runs one
 
+	// submitted counts asynchronous submissions; done is the count known to
+	// have completed (after a synchronization or a reached fence), so that a
+	// query of a stream with nothing new needs no round trip.
+	submitted atomic.Uint64
+	done      atomic.Uint64
+
 	mu      sync.Mutex // guards queue and running; cond waits on it
 	cond    sync.Cond
 	queue   []hostCall
@@ -67,6 +73,7 @@ func (ds *dstream) addHost(fn func(status Result)) Result {
 	if err != nil {
 		return resultOf(opAny, err)
 	}
+	ds.submit()
 	ds.mu.Lock()
 	ds.pending.Add(1)
 	ds.queue = append(ds.queue, hostCall{fence: f, fn: fn})
@@ -109,6 +116,38 @@ func (ds *dstream) work() {
 
 // idle reports whether no host function is pending.
 func (ds *dstream) idle() bool { return ds.pending.Load() == 0 }
+
+// submit counts an asynchronous submission.
+func (ds *dstream) submit() { ds.submitted.Add(1) }
+
+// completed records that the first n submissions have completed.
+func (ds *dstream) completed(n uint64) {
+	for {
+		d := ds.done.Load()
+		if d >= n || ds.done.CompareAndSwap(d, n) {
+			return
+		}
+	}
+}
+
+// completes returns the result of a call that completed in stream order, so
+// that the n submissions before it (counted before the call) completed too.
+func (ds *dstream) completes(n uint64, err error) Result {
+	if err == nil {
+		ds.completed(n)
+	}
+	return resultOf(opAny, err)
+}
+
+// sync waits for the stream's work and records that it completed.
+func (ds *dstream) sync() error {
+	n := ds.submitted.Load()
+	err := ds.cs.Synchronize(bg)
+	if err == nil {
+		ds.completed(n)
+	}
+	return err
+}
 
 // stream is a CUDA stream. Blocking streams share their session's blocking
 // daemon stream; a non-blocking stream owns one.
@@ -293,7 +332,7 @@ func (d *Driver) StreamSynchronize(t Thread, h uint64) Result {
 	if r := ds.wait(); r != cu.CUDA_SUCCESS {
 		return r
 	}
-	return resultOf(opAny, ds.cs.Synchronize(bg))
+	return resultOf(opAny, ds.sync())
 }
 
 // StreamQuery is cuStreamQuery: CUDA_SUCCESS when all the stream's work is
@@ -305,6 +344,10 @@ func (d *Driver) StreamQuery(t Thread, h uint64) Result {
 	}
 	if !ds.idle() {
 		return cu.CUDA_ERROR_NOT_READY
+	}
+	n := ds.submitted.Load()
+	if ds.done.Load() >= n {
+		return cu.CUDA_SUCCESS
 	}
 	f, err := ds.sess.s.Record(bg, ds.cs)
 	if err != nil {
@@ -318,6 +361,7 @@ func (d *Driver) StreamQuery(t Thread, h uint64) Result {
 	if !done {
 		return cu.CUDA_ERROR_NOT_READY
 	}
+	ds.completed(n)
 	return cu.CUDA_SUCCESS
 }
 
@@ -353,6 +397,7 @@ func (d *Driver) StreamWaitEvent(t Thread, h, ev uint64, flags uint32) Result {
 		d.log.Once("cross-device-wait", "cuStreamWaitEvent: waiting on an event of another device is not supported by gpuos")
 		return cu.CUDA_ERROR_NOT_SUPPORTED
 	}
+	ds.submit()
 	return resultOf(opAny, ds.cs.WaitFence(f.f))
 }
 
@@ -365,6 +410,37 @@ func (d *Driver) LaunchHostFunc(t Thread, h uint64, fn func(status Result)) Resu
 		return r
 	}
 	return ds.addHost(fn)
+}
+
+// dstreams returns the daemon streams of session s.
+func (d *Driver) dstreams(s *session) []*dstream {
+	out := []*dstream{s.blocking}
+	for _, st := range d.streams.each() {
+		if st.own && st.ds.sess == s {
+			out = append(out, st.ds)
+		}
+	}
+	return out
+}
+
+// syncSession waits for all of session s's work (host functions included) and
+// returns the first error of its asynchronous work.
+func (d *Driver) syncSession(s *session) Result {
+	if r := d.waitHostFuncs(s); r != cu.CUDA_SUCCESS {
+		return r
+	}
+	streams := d.dstreams(s)
+	counts := make([]uint64, len(streams))
+	for i, ds := range streams {
+		counts[i] = ds.submitted.Load()
+	}
+	if err := s.s.Synchronize(bg); err != nil {
+		return resultOf(opAny, err)
+	}
+	for i, ds := range streams {
+		ds.completed(counts[i])
+	}
+	return cu.CUDA_SUCCESS
 }
 
 // waitHostFuncs waits for the host functions of every daemon stream of s.
