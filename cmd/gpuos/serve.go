@@ -9,6 +9,7 @@ import (
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/config"
 	"github.com/gpuos/gpuos/internal/manager"
+	"github.com/gpuos/gpuos/internal/metrics"
 )
 
 const (
@@ -29,6 +30,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	devMem := fs.String("device-memory", "", "cap on device memory gpuos may use, e.g. 16GiB (default: all)")
 	simMem := fs.String("sim-memory", "", "memory of each software GPU, e.g. 4GiB (sim backend only)")
 	verbose := fs.Bool("v", false, "log at debug level")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9400 (default: off)")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -67,5 +69,12 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	fmt.Fprintf(stdout, "gpuos %s serving on %s (audit log %s)\n", Version, m.Socket(), m.AuditLog())
+	if *metricsAddr != "" {
+		addr, err := m.ListenMetrics(ctx, *metricsAddr, metrics.Options{})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "metrics at http://%s/metrics\n", addr)
+	}
 	return m.Serve(ctx)
 }
