@@ -75,6 +75,30 @@ var refusedOpcodes = map[string]string{
 // instruction with a memory operand it does not know, so that a new memory
 // instruction is never let through unchecked.
 func accessesOf(fn string, in *ptx.Instruction) ([]access, error) {
+	accs, err := classify(fn, in)
+	if err != nil {
+		return nil, err
+	}
+	// Every memory operand must be one the guard checks (or a named
+	// parameter): a form with one more operand than the guard knows is refused.
+	for i, o := range in.Operands {
+		a, ok := o.(*ptx.Address)
+		if !ok || in.Opcode == "call" {
+			continue
+		}
+		covered := false
+		for _, acc := range accs {
+			covered = covered || acc.op == i
+		}
+		if _, named := a.Base.(*ptx.Symbol); !covered && !(named && in.StateSpace() == ptx.SpaceParam) {
+			return nil, refuse(fn, in, "memory operand %d is not one the guard checks; refused", i+1)
+		}
+	}
+	return accs, nil
+}
+
+// classify lists the checked memory operands of in.
+func classify(fn string, in *ptx.Instruction) ([]access, error) {
 	if why, ok := refusedOpcodes[in.Opcode]; ok {
 		// wgmma's fences and group waits touch no memory; only mma_async does.
 		if in.Opcode != "wgmma" || (len(in.Mods) > 0 && in.Mods[0] == ".mma_async") {
@@ -85,6 +109,9 @@ func accessesOf(fn string, in *ptx.Instruction) ([]access, error) {
 	case "ld", "ldu":
 		return ldSt(fn, in, 1, false)
 	case "st":
+		if in.HasMod(".async") || in.HasMod(".bulk") {
+			return nil, refuse(fn, in, "st.async and st.bulk write other blocks' or bulk shared memory; refused")
+		}
 		return ldSt(fn, in, 0, true)
 	case "atom":
 		return atomic(fn, in, 1)

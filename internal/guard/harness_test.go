@@ -211,7 +211,7 @@ var kernelSpecs = map[string]kspec{
 	"spin":              {grid: d3(1), block: d3(32), args: []arg{u64v(0), zeros(4)}},
 	"floatops":          {grid: d3(3), block: d3(100), args: []arg{f32buf(300), f32buf(300), zeros(4 * 12 * 300), s32(300)}},
 	"doubleops":         {grid: d3(3), block: d3(100), args: []arg{f64buf(300), f64buf(300), zeros(8 * 6 * 300), s32(300)}},
-	"generic_mix":       {grid: d3(2), block: d3(128), args: []arg{f32buf(256), zeros(4 * 258), zeros(8 * 4), s32(256)}},
+	"generic_mix":       {grid: d3(2), block: d3(128), args: []arg{f32buf(260), zeros(4 * 258), zeros(8 * 4), s32(256)}},
 	"histogram256":      {grid: d3(4), block: d3(128), args: []arg{{buf: 5000, fill: "bytes"}, zeros(4 * 256), s32(5000)}},
 	"intops":            {grid: d3(3), block: d3(100), args: []arg{u32buf(300), u32buf(300), zeros(4 * 12 * 300), s32(300)}},
 	"int64ops":          {grid: d3(3), block: d3(100), args: []arg{u64buf(300), u64buf(300), zeros(8 * 6 * 300), s32(300)}},
