@@ -140,15 +140,17 @@ func (f *fair) OnTick(h *Host, _ time.Duration) error {
 // ---- priority ---------------------------------------------------------------
 
 // priorityActive is how long after its last submission a tenant still counts
-// as having work: a latency-critical service between requests.
-const priorityActive = 5 * time.Millisecond
+// as having work: a latency-critical service between requests is still
+// there, and its next request must find the device ready for it.
+const priorityActive = time.Second
 
 // priority runs the highest class with ready work first, fair within a
 // class. While a tenant of a higher class has work (queued, in flight, or
-// submitted within the last 5 ms), each tenant of a lower class may have only
-// one command in flight per engine and its long kernels are issued in slices
-// of the scheduler's SliceTarget, so the higher class waits for at most one
-// slice per lower tenant.
+// submitted within the last second), each tenant of a lower class may have
+// only one command in flight per engine and its long kernels are issued in
+// slices of the scheduler's SliceTarget, so a command of the higher class
+// waits for at most one slice per lower tenant. Lower classes keep the device
+// busy meanwhile: they are held back, not stopped.
 type priority struct {
 	fair
 	last  *Map
@@ -166,12 +168,16 @@ func (p *priority) Init(h *Host) error {
 }
 
 func (p *priority) OnSubmit(h *Host, ev SubmitEvent) error {
-	p.last.Set(ev.Tenant, int64(h.Now()))
+	p.last.Set(ev.Tenant, max(int64(h.Now()), 1))
 	return p.fair.OnSubmit(h, ev)
 }
 
 func (p *priority) active(h *Host, t TenantID, e Engine) bool {
-	return h.Queued(t, e) > 0 || h.InFlight(t, e) > 0 || int64(h.Now())-p.last.Get(t) < int64(priorityActive)
+	if h.Queued(t, e) > 0 || h.InFlight(t, e) > 0 {
+		return true
+	}
+	last := p.last.Get(t)
+	return last != 0 && int64(h.Now())-last < int64(priorityActive)
 }
 
 func (p *priority) OnDispatch(h *Host, e Engine, ready []TenantID) (Choice, error) {
@@ -259,11 +265,15 @@ func (b *band) Init(h *Host) error {
 }
 
 func (b *band) active(h *Host, t TenantID, e Engine) bool {
-	return h.Queued(t, e) > 0 || h.InFlight(t, e) > 0 || int64(h.Now())-b.last.Get(t) < int64(bandBuffer)
+	if h.Queued(t, e) > 0 || h.InFlight(t, e) > 0 {
+		return true
+	}
+	last := b.last.Get(t)
+	return last != 0 && int64(h.Now())-last < int64(bandBuffer)
 }
 
 func (b *band) OnSubmit(h *Host, ev SubmitEvent) error {
-	b.last.Set(ev.Tenant, int64(h.Now()))
+	b.last.Set(ev.Tenant, max(int64(h.Now()), 1))
 	b.buffered[ev.Engine] = false
 	return nil
 }

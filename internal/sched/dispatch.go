@@ -87,6 +87,12 @@ func (s *Scheduler) nextLocked(a *action) bool {
 				return true
 			}
 			e := c.Kind.engine()
+			if sq.tail != nil && sq.tail.e != e {
+				// A batch is of one engine: close the open one first.
+				s.removeTail(sq)
+				*a = action{kind: actFlush, sq: sq}
+				return true
+			}
 			if h := t.head[e]; h == nil || c.seq < h.front().seq {
 				t.head[e] = sq
 			}

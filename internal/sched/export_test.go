@@ -1,0 +1,68 @@
+package sched
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Dump describes the scheduler's state, for failing tests.
+func (s *Scheduler) Dump() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	fmt.Fprintf(&b, "active=%s dispatching=%v tails=%d closed=%v bgNext=%d now=%d\n", s.active.name(), s.dispatching, len(s.tails), s.closed, s.bgNext, s.now())
+	for e := range s.eng {
+		eng := &s.eng[e]
+		fmt.Fprintf(&b, "eng %d: inflight=%d cost=%d held=%v until=%d readySince=%d acctHead=%v\n", e, eng.inflight, eng.inflightCost, eng.held, eng.holdUntil, eng.readySince, eng.acctHead != nil)
+	}
+	for _, t := range s.tenants {
+		fmt.Fprintf(&b, "tenant %s class=%v: ", t.name, t.class())
+		for e := range t.eng {
+			fmt.Fprintf(&b, "[e%d q=%d if=%d] ", e, t.eng[e].queued, t.eng[e].inflight)
+		}
+		b.WriteString("\n")
+		for _, sq := range t.active {
+			c := sq.front()
+			after := "-"
+			if c.After != nil {
+				after = fmt.Sprint(c.After.state)
+			}
+			fmt.Fprintf(&b, "   stream len=%d head kind=%v state=%v after=%s tail=%v\n", sq.len(), c.Kind, c.state, after, sq.tail != nil)
+		}
+		for _, q := range t.queues {
+			fmt.Fprintf(&b, "   queue %d queued=%d inflight=%d waiting=%d\n", q.session, q.queued, q.inflight, q.waiting)
+		}
+	}
+	for st, w := range s.waiters {
+		if len(w.pts) > w.head {
+			fmt.Fprintf(&b, "waiter %p: %d points\n", st, len(w.pts)-w.head)
+		}
+	}
+	return b.String()
+}
+
+// CheckIdle reports counters that are not back to zero once every queue is
+// idle: a leak in the accounting.
+func (s *Scheduler) CheckIdle() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for e := range s.eng {
+		if eng := &s.eng[e]; eng.inflight != 0 || eng.inflightCost != 0 || eng.acctHead != nil {
+			return fmt.Errorf("engine %d not idle: inflight %d, cost %d, unaccounted %v", e, eng.inflight, eng.inflightCost, eng.acctHead != nil)
+		}
+	}
+	for _, t := range s.tenants {
+		for e := range t.eng {
+			if te := &t.eng[e]; te.queued != 0 || te.inflight != 0 || te.inflightCost != 0 {
+				return fmt.Errorf("tenant %s engine %d not idle: queued %d, inflight %d, cost %d", t.name, e, te.queued, te.inflight, te.inflightCost)
+			}
+		}
+		if len(t.active) != 0 {
+			return fmt.Errorf("tenant %s has %d active streams", t.name, len(t.active))
+		}
+	}
+	if len(s.tails) != 0 {
+		return fmt.Errorf("%d untracked tails", len(s.tails))
+	}
+	return nil
+}
