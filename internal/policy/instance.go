@@ -111,9 +111,6 @@ func (i *Instance) start(ctx context.Context) error {
 	mod, err := i.rt.InstantiateModule(ctx, cm, wazero.NewModuleConfig().WithName("policy").WithStartFunctions())
 	i.seq.Add(1)
 	if err != nil {
-		if strings.Contains(err.Error(), "limit") {
-			return i.fail("instantiate", fmt.Errorf("%v: %w", err, ErrMemoryLimit))
-		}
 		return i.fail("instantiate", err)
 	}
 	i.mod = mod

@@ -1,6 +1,9 @@
 package policy
 
-import "fmt"
+import (
+	"fmt"
+	"unicode/utf8"
+)
 
 // This file rewrites a policy module before wazero compiles it, so that a
 // guest can always be stopped and never grows its memory past the limit
@@ -93,7 +96,7 @@ const (
 // Limits of what the pass accepts, so that a hostile module cannot make it
 // allocate without bound (each is far above what a policy needs).
 const (
-	maxModuleBytes = 64 << 20
+	maxModuleBytes = 16 << 20
 	maxNesting     = 1 << 16
 )
 
@@ -106,6 +109,8 @@ type instrumented struct {
 	// otherImports are imports of tables, memories or globals (refused).
 	otherImports []importRef
 	loops, funcs int // check sites inserted: loop headers, function entries
+	// memPages is the initial size of the module's memory, in 64 KiB pages.
+	memPages uint64
 }
 
 type importRef struct{ module, name, kind string }
@@ -249,6 +254,7 @@ type rewriter struct {
 	fuelIdx      uint32 // global index of the fuel counter
 	out          instrumented
 	sawImportSec bool
+	hasMemory    bool // defined or imported
 }
 
 // shift maps an input function index to the output's.
@@ -280,6 +286,11 @@ func instrument(wasm []byte) (*instrumented, error) {
 			break
 		}
 		if id == secCustom {
+			// Dropped, but only if well formed, as wazero would require.
+			cr := &moduleReader{b: body}
+			if name := cr.name(); cr.err != nil || name == "" || !utf8.ValidString(name) {
+				return nil, fmt.Errorf("custom section with a bad name")
+			}
 			continue
 		}
 		if id > secDataCount {
@@ -309,6 +320,15 @@ func instrument(wasm []byte) (*instrumented, error) {
 			}
 		case secGlobal:
 			w.globals += sr.count(1)
+		case secMemory:
+			if sr.count(1) > 0 {
+				w.hasMemory = true
+				flag := sr.byte()
+				w.out.memPages = uint64(sr.u32())
+				if flag&1 != 0 {
+					sr.u32()
+				}
+			}
 		}
 		if sr.err != nil {
 			return nil, fmt.Errorf("section %d: %w", s.id, sr.err)
@@ -380,7 +400,7 @@ func (w *rewriter) readImports(r *moduleReader) error {
 		mod, name := r.name(), r.name()
 		switch kind := r.byte(); kind {
 		case 0x00:
-			r.u32()
+			w.typeIndex(r)
 			w.funcImports++
 			w.out.funcImports = append(w.out.funcImports, importRef{mod, name, "function"})
 		case 0x01:
@@ -389,6 +409,7 @@ func (w *rewriter) readImports(r *moduleReader) error {
 			w.out.otherImports = append(w.out.otherImports, importRef{mod, name, "table"})
 		case 0x02:
 			readLimits(r)
+			w.hasMemory = true
 			w.out.otherImports = append(w.out.otherImports, importRef{mod, name, "memory"})
 		case 0x03:
 			r.byte()
@@ -398,6 +419,9 @@ func (w *rewriter) readImports(r *moduleReader) error {
 		default:
 			r.fail("import kind %d", kind)
 		}
+	}
+	if r.err == nil && r.off != len(r.b) {
+		r.fail("%d trailing bytes", len(r.b)-r.off)
 	}
 	if r.err != nil {
 		return fmt.Errorf("import section: %w", r.err)
@@ -423,11 +447,28 @@ func (w *rewriter) section(id byte, body []byte) ([]byte, error) {
 	var out []byte
 	switch id {
 	case secType:
-		// Append () -> i32 (meter) and (i32) -> i32 (grow).
+		// Check every entry (wazero's decoder trusts the counts: a 17-byte
+		// module could make it allocate gigabytes), then append
+		// () -> i32 (meter) and (i32) -> i32 (grow).
 		n := w.entries(r, body)
+		start := r.off
+		for i := uint32(0); i < n && r.err == nil; i++ {
+			if form := r.byte(); form != 0x60 {
+				r.fail("type %d is not a function type (%#x)", i, form)
+			}
+			for k := 0; k < 2; k++ { // params, results
+				m := r.count(1)
+				for j := uint32(0); j < m && r.err == nil; j++ {
+					switch v := r.byte(); v {
+					case valI32, valI64, valF32, valF64, valRef, valExt:
+					default:
+						r.fail("value type %#x", v)
+					}
+				}
+			}
+		}
 		out = appendU32(out, n+2)
-		out = append(out, body[r.off:]...)
-		r.off = len(body)
+		out = append(out, body[start:r.off]...)
 		out = append(out, 0x60, 0x00, 0x01, valI32)
 		out = append(out, 0x60, 0x01, valI32, 0x01, valI32)
 	case secImport:
@@ -464,8 +505,13 @@ func (w *rewriter) section(id byte, body []byte) ([]byte, error) {
 			out = appendName(out, r.name())
 			kind := r.byte()
 			idx := r.u32()
-			if kind == 0x00 {
+			switch kind {
+			case 0x00:
 				idx = w.shift(idx)
+			case 0x03:
+				if idx >= w.globals {
+					r.fail("export of global %d", idx)
+				}
 			}
 			out = appendU32(append(out, kind), idx)
 		}
@@ -473,6 +519,42 @@ func (w *rewriter) section(id byte, body []byte) ([]byte, error) {
 		// fails validation: export names are unique).
 		out = appendName(out, exportFuel)
 		out = appendU32(append(out, 0x03), w.fuelIdx)
+	case secFunction:
+		n := r.count(1)
+		for i := uint32(0); i < n && r.err == nil; i++ {
+			w.typeIndex(r)
+		}
+		out = append(out, body...)
+	case secTable:
+		n := r.count(3)
+		for i := uint32(0); i < n && r.err == nil; i++ {
+			switch t := r.byte(); t {
+			case valRef, valExt:
+			default:
+				r.fail("table of %#x", t)
+			}
+			readLimits(r)
+		}
+		out = append(out, body...)
+	case secData:
+		// Checked entry by entry for the same reason as the type section.
+		n := r.count(2)
+		for i := uint32(0); i < n && r.err == nil; i++ {
+			switch flag := r.u32(); flag {
+			case 0:
+				w.constExpr(r, nil)
+			case 1:
+			case 2:
+				if mem := r.u32(); mem != 0 {
+					r.fail("data segment of memory %d", mem)
+				}
+				w.constExpr(r, nil)
+			default:
+				r.fail("data segment flags %d", flag)
+			}
+			r.bytes(r.u32())
+		}
+		out = append(out, body...)
 	case secStart:
 		out = appendU32(out, w.shift(r.u32()))
 	case secElement:
@@ -516,7 +598,7 @@ func (w *rewriter) constExpr(r *moduleReader, out []byte) []byte {
 		case opF64Const:
 			out = append(out, r.bytes(8)...)
 		case opGlobalGet:
-			out = appendU32(out, r.u32())
+			out = appendU32(out, w.globalIndex(r))
 		case opRefNull:
 			out = append(out, r.byte())
 		case opRefFunc:
@@ -632,7 +714,7 @@ func (w *rewriter) function(r *moduleReader, out []byte) []byte {
 		switch op {
 		case opBlock, opLoop, opIf:
 			out = append(out, op)
-			out = appendRaw(out, r, func() { readBlockType(r) })
+			out = appendRaw(out, r, func() { w.readBlockType(r) })
 			depth++
 			if depth > maxNesting {
 				r.fail("blocks nested too deep")
@@ -655,19 +737,19 @@ func (w *rewriter) function(r *moduleReader, out []byte) []byte {
 		case opRefFunc:
 			out = appendU32(append(out, op), w.shift(r.u32()))
 		case opMemoryGrow:
-			if mem := r.u32(); mem != 0 {
-				r.fail("memory.grow of memory %d", mem)
+			if mem := r.u32(); mem != 0 || !w.hasMemory {
+				r.fail("memory.grow of memory %d, which does not exist", mem)
 			}
 			out = appendU32(append(out, opCall), w.growIdx)
 		default:
 			out = append(out, op)
-			out = appendRaw(out, r, func() { skipImmediates(r, op) })
+			out = appendRaw(out, r, func() { w.skipImmediates(r, op) })
 		}
 	}
 	return out
 }
 
-func readBlockType(r *moduleReader) {
+func (w *rewriter) readBlockType(r *moduleReader) {
 	if r.off >= len(r.b) {
 		r.fail("unexpected end")
 		return
@@ -676,15 +758,17 @@ func readBlockType(r *moduleReader) {
 	case 0x40, valI32, valI64, valF32, valF64, valRef, valExt:
 		r.off++
 	default:
-		if v := int64(r.leb(33, true)); r.err == nil && v < 0 {
+		if v := int64(r.leb(33, true)); r.err == nil && (v < 0 || v >= int64(w.types)) {
 			r.fail("block type %d", v)
 		}
 	}
 }
 
 // skipImmediates consumes the immediates of an instruction the pass copies
-// unchanged, refusing opcodes outside the enabled features.
-func skipImmediates(r *moduleReader, op byte) {
+// unchanged, refusing opcodes outside the enabled features, and type and
+// global indices that only the pass's own additions would make valid (the
+// fuel counter must stay out of the guest's reach).
+func (w *rewriter) skipImmediates(r *moduleReader, op byte) {
 	switch {
 	case op == 0x00 || op == 0x01 || op == opElse || op == 0x0f || op == 0x1a || op == 0x1b:
 		// unreachable, nop, else, return, drop, select
@@ -696,15 +780,17 @@ func skipImmediates(r *moduleReader, op byte) {
 			r.u32()
 		}
 	case op == opCallIndirect:
-		r.u32()
+		w.typeIndex(r)
 		r.u32()
 	case op == opSelectT:
 		n := r.count(1)
 		for i := uint32(0); i < n && r.err == nil; i++ {
 			r.byte()
 		}
+	case op == opGlobalGet || op == opGlobalSet:
+		w.globalIndex(r)
 	case op >= 0x20 && op <= 0x26:
-		// local.get/set/tee, global.get/set, table.get/set
+		// local.get/set/tee, table.get/set
 		r.u32()
 	case op >= 0x28 && op <= 0x3e:
 		// loads and stores: align, offset
@@ -754,6 +840,24 @@ func skipImmediates(r *moduleReader, op byte) {
 	default:
 		r.fail("unknown opcode %#x", op)
 	}
+}
+
+// typeIndex reads a type index of the input module.
+func (w *rewriter) typeIndex(r *moduleReader) uint32 {
+	v := r.u32()
+	if r.err == nil && v >= w.types {
+		r.fail("type index %d of %d", v, w.types)
+	}
+	return v
+}
+
+// globalIndex reads a global index of the input module.
+func (w *rewriter) globalIndex(r *moduleReader) uint32 {
+	v := r.u32()
+	if r.err == nil && v >= w.globals {
+		r.fail("global index %d of %d", v, w.globals)
+	}
+	return v
 }
 
 // isInjected reports whether an import name is reserved for the pass.

@@ -137,6 +137,9 @@ func Compile(ctx context.Context, name string, wasm []byte, opts Options) (*Modu
 	if err != nil {
 		return nil, fmt.Errorf("compile policy %q: %v: %w", name, err, ErrInvalidModule)
 	}
+	if ins.memPages<<16 > m.limits.Memory {
+		return nil, fmt.Errorf("compile policy %q: memory starts at %d bytes, over the limit of %d: %w", name, ins.memPages<<16, m.limits.Memory, ErrMemoryLimit)
+	}
 	if err := checkImportKinds(ins); err != nil {
 		return nil, fmt.Errorf("compile policy %q: %w", name, err)
 	}
