@@ -92,8 +92,12 @@ func mmap(fd, size int, populate bool) ([]byte, error) {
 	return mem, nil
 }
 
-// Bytes returns the mapping. It is valid until Close.
-func (s *Shm) Bytes() []byte { return s.mem }
+// Bytes returns the mapping, or nil after Close. It is valid until Close.
+func (s *Shm) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mem
+}
 
 // FD returns the descriptor, or -1 once it was taken or closed.
 func (s *Shm) FD() int {

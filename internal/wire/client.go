@@ -25,6 +25,8 @@ type Client struct {
 	err     error // why the client stopped; set once
 
 	done chan struct{} // closed when the reader has stopped
+
+	rings atomic.Pointer[clientRings] // set once the session moved to rings (ringclient.go)
 }
 
 // NewClient starts a client on c, which it owns from now on.
@@ -76,25 +78,15 @@ func (cl *Client) CallFDs(ctx context.Context, req, reply v1.Message, fds []int)
 	cl.pending[id] = ch
 	cl.mu.Unlock()
 
-	if err := cl.conn.WriteMessage(id, 0, req, fds...); err != nil {
+	if err := cl.write(id, 0, req, fds); err != nil {
 		cl.forget(id)
 		return nil, cl.writeErr(err)
 	}
-	select {
-	case f := <-ch:
-		return cl.finish(req, f, want, reply)
-	case <-ctx.Done():
-		cl.forget(id)
-		return nil, fmt.Errorf("call %v: %w: %w", req.Type(), v1.ErrTimeout, ctx.Err())
-	case <-cl.done:
-		// The reply may have been routed just before the reader stopped.
-		select {
-		case f := <-ch:
-			return cl.finish(req, f, want, reply)
-		default:
-			return nil, cl.Err()
-		}
+	f, err := cl.await(ctx, req, id, ch)
+	if err != nil {
+		return nil, err
 	}
+	return cl.finish(req, f, want, reply)
 }
 
 // Send sends req asynchronously (v1.FlagNoReply): no reply comes, and an error
@@ -105,7 +97,7 @@ func (cl *Client) Send(req v1.Message, fds ...int) error {
 	if err := cl.Err(); err != nil {
 		return err
 	}
-	if err := cl.conn.WriteMessage(cl.next.Add(1), v1.FlagNoReply, req, fds...); err != nil {
+	if err := cl.write(cl.next.Add(1), v1.FlagNoReply, req, fds); err != nil {
 		return cl.writeErr(err)
 	}
 	return nil
@@ -211,16 +203,25 @@ func (cl *Client) read() {
 			}
 			cl.stop(err)
 			cl.conn.Close()
+			cl.closeRings()
 			return
 		}
-		cl.mu.Lock()
-		ch := cl.pending[f.Header.ID]
-		delete(cl.pending, f.Header.ID)
-		cl.mu.Unlock()
-		if ch == nil {
-			f.CloseFDs() // the caller gave up
-			continue
+		cl.route(f)
+		if r := cl.rings.Load(); r != nil {
+			r.cq.Interrupt() // a caller reading the completion ring looks for this reply
 		}
-		ch <- f
 	}
+}
+
+// route hands a reply to the caller waiting for it.
+func (cl *Client) route(f Frame) {
+	cl.mu.Lock()
+	ch := cl.pending[f.Header.ID]
+	delete(cl.pending, f.Header.ID)
+	cl.mu.Unlock()
+	if ch == nil {
+		f.CloseFDs() // the caller gave up
+		return
+	}
+	ch <- f
 }

@@ -40,7 +40,8 @@ type Server struct {
 	Deferred func(req *Request, err error)
 }
 
-// Serve reads requests from c and answers them until the peer closes the
+// Serve reads requests from c (a Conn, or a HotConn that may move onto
+// shared-memory rings) and answers them until the peer closes the
 // connection (then it returns nil), ctx ends, or the connection breaks. It
 // closes c when it returns.
 //
@@ -56,7 +57,7 @@ type Server struct {
 //
 // Requests are handled one at a time: a handler that blocks (WaitFence, say)
 // holds up the requests behind it on this connection, as a CUDA stream would.
-func (s *Server) Serve(ctx context.Context, c *Conn) error {
+func (s *Server) Serve(ctx context.Context, c Transport) error {
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
@@ -154,7 +155,7 @@ func (s *Server) role() v1.Role {
 
 // answer sends the reply or error for req, or defers the error of a NoReply
 // request. Only a write failure is returned.
-func (s *Server) answer(c *Conn, req *Request, reply v1.Message, fds []int, err error) error {
+func (s *Server) answer(c Transport, req *Request, reply v1.Message, fds []int, err error) error {
 	defer closeFDs(fds)
 	if req.Header.NoReply() {
 		if err != nil && s.Deferred != nil {

@@ -1,0 +1,384 @@
+package wire_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "github.com/gpuos/gpuos/api/v1"
+	"github.com/gpuos/gpuos/internal/ring"
+	"github.com/gpuos/gpuos/internal/wire"
+	"golang.org/x/sys/unix"
+)
+
+// hotSession is a toy driver session served over a HotConn: it offers rings
+// on OpenRing and records the order of what it handles.
+type hotSession struct {
+	hc         *wire.HotConn
+	sq, cq     int
+	mu         sync.Mutex
+	launches   []uint64 // Launch.Kernel values, in the order handled
+	block      chan struct{}
+	shm        *ring.Shm
+	servedErr  chan error
+	decline    bool // offer rings but expect the peer to stay on the socket
+	writeBytes int
+}
+
+func (s *hotSession) handle(ctx context.Context, req *wire.Request) (v1.Message, []int, error) {
+	switch m := req.Msg.(type) {
+	case *v1.Hello:
+		return &v1.HelloReply{Major: v1.Major, Minor: v1.Minor}, nil, nil
+	case *v1.OpenRing:
+		shm, err := ring.Create("hot-test", wire.RingBytes(s.sq, s.cq), true)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := wire.InitRings(shm.Bytes(), s.sq, s.cq); err != nil {
+			return nil, nil, err
+		}
+		if err := s.hc.UseRings(shm.Bytes(), s.sq, s.cq, ring.Options{}, func() { shm.Close() }); err != nil {
+			shm.Close()
+			return nil, nil, err
+		}
+		s.mu.Lock()
+		s.shm = shm
+		s.mu.Unlock()
+		return &v1.RingOpened{SubmitBytes: uint32(s.sq), CompleteBytes: uint32(s.cq)}, []int{shm.TakeFD()}, nil
+	case *v1.OpenStaging: // stands for any reply with a descriptor
+		shm, err := ring.Create("hot-test-staging", 4096, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer shm.Close()
+		return &v1.StagingOpened{Slots: 1, SlotBytes: 4096}, []int{shm.TakeFD()}, nil
+	case *v1.Launch:
+		s.mu.Lock()
+		s.launches = append(s.launches, m.Kernel)
+		s.mu.Unlock()
+		return nil, nil, nil
+	case *v1.MemInfo: // Free: launches handled, Total: the last one's kernel
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		r := &v1.MemInfoReply{Free: uint64(len(s.launches))}
+		if n := len(s.launches); n > 0 {
+			r.Total = s.launches[n-1]
+		}
+		return r, nil, nil
+	case *v1.BufferRead: // a pattern of Length bytes seeded by Offset
+		return &v1.Data{Data: pattern(m.Offset, int(m.Length))}, nil, nil
+	case *v1.BufferWrite:
+		if !bytes.Equal(m.Data, pattern(m.Offset, len(m.Data))) {
+			return nil, nil, v1.Errorf(v1.CodeInvalidArgument, "data of %d bytes garbled", len(m.Data))
+		}
+		s.mu.Lock()
+		s.writeBytes += len(m.Data)
+		s.mu.Unlock()
+		return nil, nil, nil
+	case *v1.WaitFence:
+		<-s.block
+		return nil, nil, nil
+	}
+	return nil, nil, v1.Errorf(v1.CodeUnsupported, "%v", req.Header.Type)
+}
+
+func pattern(seed uint64, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(seed) ^ byte(i) ^ byte(i>>8)
+	}
+	return b
+}
+
+// hotPair starts a hotSession on one end of a socket pair and returns a client
+// on the other, greeted, and on rings unless onRings is false.
+func hotPair(t *testing.T, sq, cq int, onRings bool) (*wire.Client, *hotSession) {
+	t.Helper()
+	a, b, err := wire.Pair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &hotSession{hc: wire.NewHotConn(b), sq: sq, cq: cq, block: make(chan struct{}), servedErr: make(chan error, 1)}
+	srv := &wire.Server{Endpoint: v1.EndpointDriver, Handle: s.handle}
+	go func() { s.servedErr <- srv.Serve(context.Background(), s.hc) }()
+	cl := wire.NewClient(a)
+	t.Cleanup(func() { cl.Close(); s.hc.Close() })
+	ctx := tctx(t)
+	if err := cl.Call(ctx, v1.NewHello(v1.RoleClient, "", "hot"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if onRings {
+		openRings(t, cl, sq, cq)
+	}
+	return cl, s
+}
+
+func openRings(t *testing.T, cl *wire.Client, sq, cq int) *ring.Shm {
+	t.Helper()
+	var ro v1.RingOpened
+	fds, err := cl.CallFDs(tctx(t), &v1.OpenRing{SubmitBytes: uint32(sq), CompleteBytes: uint32(cq)}, &ro, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shm, err := ring.Open(fds[0], wire.RingBytes(int(ro.SubmitBytes), int(ro.CompleteBytes)), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.UseRings(shm.Bytes(), int(ro.SubmitBytes), int(ro.CompleteBytes), ring.Options{}, func() { shm.Close() }); err != nil {
+		t.Fatal(err)
+	}
+	return shm
+}
+
+func tctx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// A synchronous call after asynchronous requests is handled after them, on
+// rings as on the socket, with any number of goroutines sending.
+func TestHotOrderedStream(t *testing.T) {
+	for _, onRings := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rings=%v", onRings), func(t *testing.T) {
+			cl, _ := hotPair(t, 8<<10, 8<<10, onRings)
+			if cl.OnRings() != onRings {
+				t.Fatalf("OnRings = %v", cl.OnRings())
+			}
+			ctx := tctx(t)
+			for i := range 2000 {
+				if err := cl.Send(&v1.Launch{Kernel: uint64(i)}); err != nil {
+					t.Fatal(err)
+				}
+				if i%500 == 499 {
+					var r v1.MemInfoReply
+					if err := cl.Call(ctx, &v1.MemInfo{}, &r); err != nil {
+						t.Fatal(err)
+					}
+					if r.Free != uint64(i+1) || r.Total != uint64(i) {
+						t.Fatalf("after %d launches the server had handled %d, last %d", i+1, r.Free, r.Total)
+					}
+				}
+			}
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range 50 {
+						n := (g*977 + i*4099) % (40 << 10) // up to five times the ring
+						var d v1.Data
+						if err := cl.Call(ctx, &v1.BufferRead{Offset: uint64(g*100 + i), Length: uint64(n)}, &d); err != nil {
+							t.Error(err)
+							return
+						}
+						if !bytes.Equal(d.Data, pattern(uint64(g*100+i), n)) {
+							t.Errorf("read of %d bytes garbled", n)
+							return
+						}
+						if err := cl.Call(ctx, &v1.BufferWrite{Offset: uint64(i), Data: pattern(uint64(i), n)}, nil); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// Frames of the protocol's full size cross rings far smaller than them.
+func TestHotLargeFrames(t *testing.T) {
+	cl, s := hotPair(t, 64<<10, 64<<10, true)
+	ctx := tctx(t)
+	big := v1.MaxPayload - 64
+	if err := cl.Call(ctx, &v1.BufferWrite{Offset: 3, Data: pattern(3, big)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var d v1.Data
+	if err := cl.Call(ctx, &v1.BufferRead{Offset: 5, Length: uint64(big)}, &d); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(d.Data, pattern(5, big)) || s.writeBytes != big {
+		t.Fatalf("large frames garbled: read %d bytes, server got %d", len(d.Data), s.writeBytes)
+	}
+}
+
+// A reply with a descriptor comes on the socket, to a caller that reads the
+// completion ring.
+func TestHotDescriptorReply(t *testing.T) {
+	cl, _ := hotPair(t, 8<<10, 8<<10, true)
+	var so v1.StagingOpened
+	fds, err := cl.CallFDs(tctx(t), &v1.OpenStaging{}, &so, nil)
+	if err != nil || len(fds) != 1 {
+		t.Fatalf("reply with a descriptor on rings: %v, %v", fds, err)
+	}
+	shm, err := ring.Open(fds[0], 4096, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shm.Close()
+	if err := cl.Send(&v1.Launch{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A client that is offered rings but goes on on the socket is served there.
+func TestHotDeclined(t *testing.T) {
+	cl, s := hotPair(t, 8<<10, 8<<10, false)
+	var ro v1.RingOpened
+	fds, err := cl.CallFDs(tctx(t), &v1.OpenRing{}, &ro, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+	cl.Send(&v1.Launch{Kernel: 7})
+	var r v1.MemInfoReply
+	if err := cl.Call(tctx(t), &v1.MemInfo{}, &r); err != nil || r.Free != 1 || r.Total != 7 {
+		t.Fatalf("socket after declined rings: %+v, %v", r, err)
+	}
+	if s.hc.OnRings() {
+		t.Fatal("server still on rings")
+	}
+}
+
+// Requests the peer published before closing its socket are served; then the
+// session ends cleanly.
+func TestHotDrainOnClose(t *testing.T) {
+	cl, s := hotPair(t, 64<<10, 8<<10, true)
+	for i := range 300 {
+		cl.Send(&v1.Launch{Kernel: uint64(i)})
+	}
+	cl.Conn().Close() // the peer's socket goes; its rings stay mapped here
+	if err := <-s.servedErr; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if len(s.launches) != 300 {
+		t.Fatalf("served %d of 300 launches sent before the close", len(s.launches))
+	}
+}
+
+// The socket's end wakes a caller waiting on the completion ring.
+func TestHotPeerDeathWakesCaller(t *testing.T) {
+	cl, s := hotPair(t, 8<<10, 8<<10, true)
+	errc := make(chan error)
+	go func() { errc <- cl.Call(tctx(t), &v1.WaitFence{}, nil) }()
+	time.Sleep(10 * time.Millisecond) // let it get into its wait; the result does not depend on it
+	s.hc.Conn().Close()
+	if err := <-errc; !errors.Is(err, wire.ErrConnLost) {
+		t.Fatalf("call when the server went: %v, want ErrConnLost", err)
+	}
+	close(s.block)
+	if err := cl.Send(&v1.Launch{}); !errors.Is(err, v1.ErrDeviceLost) {
+		t.Fatalf("send after the server went: %v", err)
+	}
+	<-cl.Done()
+}
+
+// A caller whose context ends stops waiting; the late reply is dropped and
+// the connection goes on.
+func TestHotCallTimeout(t *testing.T) {
+	cl, s := hotPair(t, 8<<10, 8<<10, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := cl.Call(ctx, &v1.WaitFence{}, nil); !errors.Is(err, v1.ErrTimeout) {
+		t.Fatalf("call past its context: %v", err)
+	}
+	close(s.block)
+	if err := cl.Call(tctx(t), &v1.MemInfo{}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A request on the socket after the rings were taken ends the session.
+func TestHotSocketAfterRings(t *testing.T) {
+	cl, s := hotPair(t, 8<<10, 8<<10, true)
+	if err := cl.Call(tctx(t), &v1.MemInfo{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Conn().WriteMessage(99, 0, &v1.MemInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-s.servedErr; !errors.Is(err, wire.ErrSocketAfterRings) {
+		t.Fatalf("serve: %v, want ErrSocketAfterRings", err)
+	}
+}
+
+// Garbage in the submission ring ends that session with Malformed; the
+// client learns that its connection is gone.
+func TestHotGarbageInRing(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		msg  []byte // written as one ring message; nil: a corrupt record
+	}{
+		{"corrupt record", nil},
+		{"not a frame", []byte("GET / HTTP/1.1\r\n")},
+		{"frame length lies", v1.Header{Length: 100, Type: v1.TypeMemInfo, ID: 5}.Append(nil)},
+		{"frame claims descriptors", v1.Header{Type: v1.TypeMemInfo, Flags: v1.Flags(0).WithFDs(1), ID: 5}.Append(nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl, s := hotPair(t, 8<<10, 8<<10, true)
+			if err := cl.Call(tctx(t), &v1.MemInfo{}, nil); err != nil {
+				t.Fatal(err)
+			}
+			// Write into the submission ring as a hostile client would: a
+			// producer of our own on the server's mapping.
+			s.mu.Lock()
+			mem := s.shm.Bytes()[:ring.Bytes(8<<10)]
+			s.mu.Unlock()
+			if tc.msg == nil {
+				head := binary.LittleEndian.Uint64(mem[128:])
+				binary.LittleEndian.PutUint64(mem[ring.ControlBytes+int(head%(8<<10)):], 1<<31)
+				binary.LittleEndian.PutUint64(mem[128:], head+8)
+			} else {
+				p, err := ring.NewProducer(mem, 8<<10, 1<<20, ring.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.Write(tc.msg)
+			}
+			// No doorbell: a sleeping server re-checks within its sleep bound.
+			if err := <-s.servedErr; !errors.Is(err, v1.ErrMalformed) {
+				t.Fatalf("serve: %v, want Malformed", err)
+			}
+			// The server closed the session: the client finds out.
+			<-cl.Done()
+			if err := cl.Call(tctx(t), &v1.MemInfo{}, nil); !errors.Is(err, v1.ErrDeviceLost) {
+				t.Fatalf("call after the session ended: %v, want DeviceLost", err)
+			}
+		})
+	}
+}
+
+// Start keeps several requests in flight from one goroutine.
+func TestHotStartWait(t *testing.T) {
+	for _, onRings := range []bool{false, true} {
+		cl, _ := hotPair(t, 8<<10, 8<<10, onRings)
+		ctx := tctx(t)
+		var calls []*wire.Call
+		for i := range 20 {
+			c, err := cl.Start(ctx, &v1.BufferRead{Offset: uint64(i), Length: uint64(100 * i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls = append(calls, c)
+		}
+		for i, c := range calls {
+			var d v1.Data
+			if err := c.Wait(ctx, &d); err != nil || !bytes.Equal(d.Data, pattern(uint64(i), 100*i)) {
+				t.Fatalf("rings=%v call %d: %d bytes, %v", onRings, i, len(d.Data), err)
+			}
+		}
+		if _, err := cl.Start(ctx, &v1.Empty{}); !errors.Is(err, v1.ErrInvalidArgument) {
+			t.Fatalf("Start of a reply type: %v", err)
+		}
+	}
+}
