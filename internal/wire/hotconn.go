@@ -55,7 +55,7 @@ type HotConn struct {
 	dropped bool
 	watched chan struct{} // closed when the socket watcher has stopped
 
-	sock   chan Frame             // the socket frame that declined the rings
+	sock   chan Frame            // the socket frame that declined the rings
 	failed atomic.Pointer[error] // why the rings stopped, if not a clean end
 
 	wmu sync.Mutex // guards enc
