@@ -30,6 +30,8 @@ func TestCompileRefuses(t *testing.T) {
 	tooBig.MemoryPages = 2048 // 128 MiB initial, past the 64 MiB default
 	simd := pt.Base(1)
 	simd.Funcs = append(simd.Funcs, pt.Dispatch(pt.Code([]byte{0xfd, 0x0c}, make([]byte, 16), []byte{0x1a}, pt.I64Const(0))))
+	fuel := pt.Base(1) // no globals of its own: global 0 would be the fuel counter
+	fuel.Funcs = append(fuel.Funcs, pt.Dispatch(pt.Code(pt.I32Const(1<<30), []byte{0x24, 0x00}, pt.I64Const(0))))
 	tail := pt.Base(1)
 	tail.Funcs = append(tail.Funcs, pt.Dispatch(pt.Code([]byte{0x12, 0x02})))
 
@@ -59,6 +61,7 @@ func TestCompileRefuses(t *testing.T) {
 		{"memory above limit", tooBig.Bytes(), ErrMemoryLimit, ""},
 		{"simd", simd.Bytes(), ErrInvalidModule, "SIMD"},
 		{"tail call", tail.Bytes(), ErrInvalidModule, "tail calls"},
+		{"fuel counter", fuel.Bytes(), ErrInvalidModule, "global index 0 of 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "no hooks" || tc.name == "abi version 2" || tc.name == "memory above limit" {
