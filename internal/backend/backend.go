@@ -66,7 +66,10 @@ type Device interface {
 	// CreateChunk allocates physical device memory (a multiple of Granularity).
 	CreateChunk(size uint64) (Chunk, error)
 	// Map maps [offset, offset+size) of chunk at ptr, inside a reserved range.
-	// Mapped memory is not accessible until SetAccess.
+	// Mapped memory is not accessible until SetAccess. offset must be 0: the
+	// NVIDIA driver refuses any other with CUDA_ERROR_NOT_SUPPORTED (seen on
+	// driver 580), so backends return ErrUnsupported for it; a mapping may
+	// cover a prefix of the chunk.
 	Map(ptr DevicePtr, size uint64, chunk Chunk, offset uint64) error
 	// Unmap unmaps a range mapped with Map (whole mappings only).
 	Unmap(ptr DevicePtr, size uint64) error

@@ -351,11 +351,11 @@ func (s *suite) testAliasingKernel(t *testing.T) {
 	d := s.dev
 	G := d.Granularity()
 	c := chunk(t, d, 2*G)
-	p1, p2 := reserve(t, d, 2*G), reserve(t, d, G)
+	p1, p2 := reserve(t, d, 2*G), reserve(t, d, 2*G)
 	mapped(t, d, p1, 2*G, c, 0)
-	mapped(t, d, p2, G, c, G)
+	mapped(t, d, p2, 2*G, c, 0)
 	must(t, d.SetAccess(p1, 2*G))
-	must(t, d.SetAccess(p2, G))
+	must(t, d.SetAccess(p2, 2*G))
 	st := newStream(t, d)
 	const n = 1000
 	a := make([]float32, n)
@@ -366,8 +366,8 @@ func (s *suite) testAliasingKernel(t *testing.T) {
 	must(t, st.CopyHtoD(p1+4*n, f32bytes(a)))
 	m := s.load(t, "kernels/vecadd.ptx")
 	f := getFunc(t, m, "vecadd")
-	// c = a + a, written through p2 into p1's second granule.
-	must(t, st.Launch(f, grid1((n+255)/256, 256), params(t, f, devBuf{ptr: p1}, devBuf{ptr: p1 + 4*n}, devBuf{ptr: p2 + 64}, n)))
+	// c = a + a, written through p2 into the chunk's second granule.
+	must(t, st.Launch(f, grid1((n+255)/256, 256), params(t, f, devBuf{ptr: p1}, devBuf{ptr: p1 + 4*n}, devBuf{ptr: p2 + backend.DevicePtr(G) + 64}, n)))
 	got := make([]byte, 4*n)
 	must(t, st.CopyDtoH(got, p1+backend.DevicePtr(G)+64))
 	for i, x := range f32s(got) {
