@@ -305,8 +305,9 @@ func (a *Allocation) freeSub() error {
 	var err error
 	if len(s.allocs) == 0 {
 		w.empty++
-		// One empty slab stays, so alloc/free cycles cost no remapping.
-		if w.empty > 1 && !w.closed {
+		// One empty slab stays, so alloc/free cycles cost no remapping; not an
+		// evicted one, though: bringing it back would cost a copy for nothing.
+		if (w.empty > 1 || s.region.evicted) && !w.closed {
 			if err = w.unplace(s.region); err != nil {
 				err = fmt.Errorf("release empty slab: %w", err)
 			} else {

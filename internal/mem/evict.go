@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gpuos/gpuos/internal/backend"
@@ -52,6 +53,10 @@ type SwapEvent struct {
 // errGone: a candidate changed (freed, evicted, its window closing) between
 // being listed and being evicted; the caller moves on to the next.
 var errGone = errors.New("eviction candidate is gone")
+
+// errDropped: the candidate was an empty slab, released rather than evicted
+// (it held nothing worth a copy); memory was freed all the same.
+var errDropped = errors.New("empty slab dropped")
 
 // pressure is a request for device memory that may evict.
 type pressure struct {
@@ -130,6 +135,7 @@ func (m *Manager) makeRoom(size uint64, pr *pressure) (c *chunk, err error) {
 			switch {
 			case errors.Is(err, errGone):
 				continue
+			case errors.Is(err, errDropped):
 			case err != nil:
 				return nil, fmt.Errorf("evict for %d bytes: %w", size, err)
 			}
@@ -275,6 +281,19 @@ func (m *Manager) evictSlab(w *Window, r *region) (SwapEvent, error) {
 	defer w.mu.Unlock()
 	if w.closed || w.closing || w.broken != nil || r.evicted || w.regionAt(r.start) != r {
 		return SwapEvent{}, errGone
+	}
+	if len(r.slab.allocs) == 0 {
+		// The empty slab a window keeps: give it up instead.
+		if err := w.unplace(r); err != nil {
+			return SwapEvent{}, err
+		}
+		k := slices.Index(w.slabs, r.slab)
+		w.slabs = slices.Delete(w.slabs, k, k+1)
+		w.empty--
+		if err := m.putChunk(r.ch); err != nil {
+			return SwapEvent{}, err
+		}
+		return SwapEvent{}, errDropped
 	}
 	resume, err := w.quiesce()
 	if err != nil {

@@ -214,10 +214,17 @@ func TestSwapSlab(t *testing.T) {
 	h.free(more)
 	h.free(big)
 	big = h.alloc(wb, 5*testGran, 0) // evicts the slab again
-	h.free(small)
-	if st := h.m.Stats(); st.Device.Swapped != 0 && !wa.Resident() {
-		// The slab stays (one empty slab is kept) but may stay evicted.
-		t.Logf("empty slab kept evicted: %d bytes swapped", st.Device.Swapped)
+	h.free(small)                     // empty and evicted: dropped, not kept
+	if st := h.m.Stats(); st.Device.Swapped != 0 || !wa.Resident() {
+		t.Errorf("after freeing the last sub-allocation of an evicted slab: %d bytes swapped, resident %v; want 0, true", st.Device.Swapped, wa.Resident())
+	}
+	h.free(big)
+	// An empty slab kept for reuse is given up under pressure, not evicted.
+	h.free(h.alloc(wa, 100, 0))
+	before := h.m.Stats().Device.Evictions
+	big = h.alloc(wb, 5*testGran, 0)
+	if st := h.m.Stats(); st.Device.Evictions != before || !wa.Resident() {
+		t.Errorf("pressure on a window with only an empty slab: %d evictions (was %d), resident %v; want the slab dropped", st.Device.Evictions, before, wa.Resident())
 	}
 	h.free(big)
 	h.check()
