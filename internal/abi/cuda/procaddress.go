@@ -9,9 +9,10 @@ import (
 // CU_GET_PROC_ADDRESS_DEFAULT, _LEGACY_STREAM or _PER_THREAD_DEFAULT_STREAM. A drop-in
 // driver answers CUDA_ERROR_INVALID_VALUE for anything else; [Lookup] finds nothing.
 func ValidProcAddressFlags(flags uint64) bool {
-	// DEFAULT, LEGACY_STREAM and PER_THREAD_DEFAULT_STREAM are 0, 1 and 2; both stream
-	// bits at once (3) ask for two things.
-	return flags <= uint64(CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
+	// DEFAULT, LEGACY_STREAM and PER_THREAD_DEFAULT_STREAM are 0, 1 and 2. Both
+	// stream bits at once (3) are accepted: driver 580 answers the per-thread
+	// variant (probed on the H100).
+	return flags <= uint64(CU_GET_PROC_ADDRESS_LEGACY_STREAM|CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
 }
 
 // Lookup returns the exported function that cuGetProcAddress(name, cudaVersion, flags)
@@ -34,12 +35,16 @@ func Lookup(name string, cudaVersion int, flags uint64) (Symbol, CUdriverProcAdd
 	if len(idx) == 0 || !ValidProcAddressFlags(flags) {
 		return Symbol{}, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
 	}
-	perThread := CUdriverProcAddress_flags(flags) == CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+	perThread := CUdriverProcAddress_flags(flags)&CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM != 0
 	var def, pt *Symbol
+	hasPerThread := false
 	for _, i := range idx { // ascending Since: the last match is the newest
 		s := &symbols[i]
+		if s.Stream == StreamPTDS || s.Stream == StreamPTSZ {
+			hasPerThread = true
+		}
 		if s.Since > cudaVersion {
-			break
+			continue
 		}
 		switch s.Stream {
 		case StreamLegacy:
@@ -53,6 +58,10 @@ func Lookup(name string, cudaVersion int, flags uint64) (Symbol, CUdriverProcAdd
 	switch {
 	case pt != nil:
 		return *pt, CU_GET_PROC_ADDRESS_SUCCESS
+	case perThread && hasPerThread:
+		// Asked for the per-thread form of a function that has one, at a version
+		// older than it: driver 580 hands out nothing (probed on the H100).
+		return Symbol{}, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
 	case def != nil:
 		return *def, CU_GET_PROC_ADDRESS_SUCCESS
 	}
