@@ -35,6 +35,7 @@ type Session struct {
 	cancel context.CancelFunc
 	conn   atomic.Pointer[wire.Conn]
 	done   chan struct{} // closed once everything is reclaimed
+	hot    hotPath       // shared-memory rings and staging (hotpath.go)
 
 	mu       sync.Mutex
 	deferred error                          // first error of asynchronous work, for the next synchronizing call
@@ -107,13 +108,14 @@ func (s *Session) rights() v1.Rights {
 
 func (s *Session) serve(conn *wire.Conn) {
 	s.conn.Store(conn)
+	s.hot.conn = wire.NewHotConn(conn)
 	srv := &wire.Server{
 		Endpoint: v1.EndpointDriver,
 		Rights:   s.rights,
-		Handle:   s.handle,
+		Handle:   s.handleHot,
 		Deferred: func(req *wire.Request, err error) { s.deferError(err) },
 	}
-	err := srv.Serve(s.ctx, conn)
+	err := srv.Serve(s.ctx, s.hot.conn)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		s.d.log.Debug("session ended", "session", s.id, "err", err)
 	}
@@ -145,6 +147,7 @@ func (s *Session) teardown() {
 	if s.stream != nil {
 		s.destroyStream(s.stream)
 	}
+	s.closeHot() // after the streams: no device copy uses the staging area now
 	s.window.Close()
 	s.ledger.Close()
 	s.mu.Lock()

@@ -1,0 +1,248 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+	"sync"
+
+	v1 "github.com/gpuos/gpuos/api/v1"
+	"github.com/gpuos/gpuos/internal/ring"
+	"github.com/gpuos/gpuos/internal/sched"
+	"github.com/gpuos/gpuos/internal/wire"
+)
+
+// The hot path: a session's requests on shared-memory rings instead of its
+// socket (OpenRing), and bulk copies through a shared staging area the driver
+// page-locks (OpenStaging, StagedCopy). See api/v1's hotpath.go for the
+// protocol and internal/ring for the memory.
+//
+// The driver creates every piece of shared memory and seals it against
+// shrinking before the client sees it, and trusts nothing in it: a ring is
+// read by ring.Consumer's checks, and a staged copy's range is checked against
+// the staging area's geometry, which the driver keeps privately. The staging
+// area stays mapped and registered until teardown, after the session's
+// streams are synchronized, so no device copy outlives it.
+
+// Sizes the driver grants. A client asks; the driver rounds up to a power of
+// two and clamps.
+const (
+	defaultSubmitRing   = 512 << 10
+	defaultCompleteRing = 256 << 10
+	minRing             = 16 << 10
+	maxRing             = 16 << 20
+
+	defaultStaging     = 64 << 20
+	defaultStagingSlot = 4 << 20
+	minStagingSlot     = 64 << 10
+	maxStagingSlot     = 64 << 20
+	// maxStaging bounds the page-locked memory one session's staging takes.
+	maxStaging = 256 << 20
+)
+
+// Errors returned to sessions by the hot path.
+var (
+	ErrStagingInUse = v1.Errorf(v1.CodeInvalidArgument, "the session already has a staging area")
+	ErrNoStaging    = v1.Errorf(v1.CodeInvalidArgument, "no staging area: send OpenStaging first")
+	ErrNotPinnable  = v1.Errorf(v1.CodeUnsupported, "staging memory cannot be page-locked")
+)
+
+// hotPath is a session's shared-memory state.
+type hotPath struct {
+	conn *wire.HotConn // set by serve; the session's transport
+
+	mu      sync.Mutex
+	staging *stagingArea
+}
+
+// stagingArea is a session's staging memory, registered with the device.
+type stagingArea struct {
+	shm *ring.Shm
+	st  *ring.Staging
+}
+
+// handleHot answers the hot path's requests and hands the rest to handle.
+func (s *Session) handleHot(ctx context.Context, req *wire.Request) (v1.Message, []int, error) {
+	var reply v1.Message
+	var fds []int
+	var err error
+	switch req.Msg.(type) {
+	case *v1.OpenRing, *v1.OpenStaging, *v1.StagedCopy:
+		if err := s.guardRevoked(req); err != nil {
+			return nil, nil, err
+		}
+	}
+	switch m := req.Msg.(type) {
+	case *v1.OpenRing:
+		reply, fds, err = s.openRing(m)
+	case *v1.OpenStaging:
+		reply, fds, err = s.openStaging(m)
+	case *v1.StagedCopy:
+		err = s.stagedCopy(ctx, m)
+	default:
+		return s.handle(ctx, req)
+	}
+	if err != nil {
+		err = s.d.check(err)
+		if c := v1.CodeOf(err); c == v1.CodePermissionDenied || c == v1.CodeRevoked {
+			s.deny(req.Header.Type.String(), err)
+		}
+	}
+	return reply, fds, err
+}
+
+// pow2Clamp rounds n up to a power of two in [lo, hi]; 0 takes def.
+func pow2Clamp(n, def, lo, hi uint64) int {
+	if n == 0 {
+		n = def
+	}
+	n = min(max(n, lo), hi)
+	if bits.OnesCount64(n) != 1 {
+		n = 1 << bits.Len64(n)
+	}
+	return int(min(n, hi))
+}
+
+func (s *Session) openRing(m *v1.OpenRing) (v1.Message, []int, error) {
+	sq := pow2Clamp(uint64(m.SubmitBytes), defaultSubmitRing, minRing, maxRing)
+	cq := pow2Clamp(uint64(m.CompleteBytes), defaultCompleteRing, minRing, maxRing)
+	shm, err := ring.Create(fmt.Sprintf("gpuos-rings-%d", s.id), wire.RingBytes(sq, cq), true)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open rings: %w", err)
+	}
+	if err := wire.InitRings(shm.Bytes(), sq, cq); err != nil {
+		shm.Close()
+		return nil, nil, fmt.Errorf("open rings: %w", err)
+	}
+	if err := s.hot.conn.UseRings(shm.Bytes(), sq, cq, ring.Options{}, func() { shm.Close() }); err != nil {
+		shm.Close()
+		return nil, nil, fmt.Errorf("open rings: %w", err)
+	}
+	return &v1.RingOpened{SubmitBytes: uint32(sq), CompleteBytes: uint32(cq)}, []int{shm.TakeFD()}, nil
+}
+
+func (s *Session) openStaging(m *v1.OpenStaging) (v1.Message, []int, error) {
+	s.hot.mu.Lock()
+	defer s.hot.mu.Unlock()
+	if s.hot.staging != nil {
+		return nil, nil, ErrStagingInUse
+	}
+	slot := pow2Clamp(m.SlotBytes, defaultStagingSlot, minStagingSlot, maxStagingSlot)
+	total := m.Bytes
+	if total == 0 {
+		total = defaultStaging
+	}
+	total = min(max(total, uint64(slot)), maxStaging)
+	slots := min(int(total/uint64(slot)), ring.MaxSlots)
+	shm, err := ring.Create(fmt.Sprintf("gpuos-staging-%d", s.id), ring.StagingBytes(slots, slot), false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open staging: %w", err)
+	}
+	if err := ring.InitStaging(shm.Bytes(), slots, slot); err != nil {
+		shm.Close()
+		return nil, nil, fmt.Errorf("open staging: %w", err)
+	}
+	st, err := ring.NewStaging(shm.Bytes(), slots, slot, ring.Options{})
+	if err != nil {
+		shm.Close()
+		return nil, nil, fmt.Errorf("open staging: %w", err)
+	}
+	// Page-locked, so device copies from and to it run asynchronously. Without
+	// that they would block the dispatcher: refuse, and the client copies
+	// inline.
+	if err := s.d.dev.RegisterHost(st.Data()); err != nil {
+		st.Close()
+		shm.Close()
+		return nil, nil, fmt.Errorf("open staging: %w: %v", ErrNotPinnable, s.d.check(err))
+	}
+	s.hot.staging = &stagingArea{shm: shm, st: st}
+	return &v1.StagingOpened{Slots: uint32(slots), SlotBytes: uint64(slot)}, []int{shm.TakeFD()}, nil
+}
+
+// stagedCopy queues a device copy from or to a staging slot. Whatever becomes
+// of a queued copy, the slot's completion word gets its generation.
+func (s *Session) stagedCopy(ctx context.Context, m *v1.StagedCopy) error {
+	s.hot.mu.Lock()
+	sa := s.hot.staging
+	s.hot.mu.Unlock()
+	if sa == nil {
+		return ErrNoStaging
+	}
+	slot, err := sa.st.Locate(m.Offset, m.Size)
+	if err != nil {
+		return fmt.Errorf("staged copy: %w", v1.Errorf(v1.CodeInvalidArgument, "%v", err))
+	}
+	so, err := s.streamOf(m.Stream)
+	if err != nil {
+		return err
+	}
+	host := sa.st.Data()[m.Offset : m.Offset+m.Size : m.Offset+m.Size]
+	c := &sched.Command{Kind: sched.Copy, Stream: so.st, Bytes: m.Size}
+	switch m.Dir {
+	case v1.DirHtoD:
+		dst, err := s.resolve(m.Dev, m.Size, true)
+		if err != nil {
+			return err
+		}
+		s.countCopy("htod", m.Size)
+		c.Issue = func() error { return so.st.CopyHtoD(dst, host) }
+	case v1.DirDtoH:
+		src, err := s.resolve(m.Dev, m.Size, false)
+		if err != nil {
+			return err
+		}
+		s.countCopy("dtoh", m.Size)
+		c.Issue = func() error { return so.st.CopyDtoH(host, src) }
+	default: // the codec admits no other
+		return fmt.Errorf("%w: staged copy direction %v", ErrBadCopy, m.Dir)
+	}
+	if !m.Wait {
+		c.Done = func(err error) {
+			sa.st.Complete(slot, m.Gen, err != nil)
+			s.deferError(err)
+		}
+		return s.submit(ctx, c)
+	}
+	done := make(chan error, 1)
+	c.Done = func(err error) {
+		sa.st.Complete(slot, m.Gen, err != nil)
+		done <- err
+	}
+	c.Flags |= sched.Sync
+	if err := s.submit(ctx, c); err != nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			return err
+		}
+	case <-ctx.Done():
+		return fmt.Errorf("wait for device: %w", ctx.Err())
+	}
+	return s.takeDeferred()
+}
+
+// closeHot releases the staging area. teardown calls it once the session's
+// streams are synchronized and destroyed, so no device copy still uses it.
+// (The rings belong to the session's HotConn, released when it closes.)
+func (s *Session) closeHot() {
+	if s.hot.conn != nil {
+		s.hot.conn.Close()
+	}
+	s.hot.mu.Lock()
+	sa := s.hot.staging
+	s.hot.staging = nil
+	s.hot.mu.Unlock()
+	if sa == nil {
+		return
+	}
+	sa.st.Close() // completions still arriving do nothing from now on
+	if err := s.d.dev.UnregisterHost(sa.st.Data()); err != nil && !isLost(err) {
+		s.d.log.Warn("unregister staging memory", "session", s.id, "err", err)
+	}
+	sa.shm.Close()
+}
+
+func isLost(err error) bool { return v1.CodeOf(err) == v1.CodeDeviceLost }
+
