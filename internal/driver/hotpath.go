@@ -245,4 +245,3 @@ func (s *Session) closeHot() {
 }
 
 func isLost(err error) bool { return v1.CodeOf(err) == v1.CodeDeviceLost }
-
