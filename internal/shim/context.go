@@ -152,11 +152,24 @@ func (d *Driver) CtxDestroy(t Thread, h uint64) Result {
 	return cu.CUDA_SUCCESS
 }
 
-// releaseContext frees everything c owns: its streams, events, modules (with
-// their functions, libraries and kernels) and memory, after the work already
-// submitted has completed; then it runs the runtime's context-local-storage
-// destructors.
+// releaseContext runs the runtime's context-local-storage destructors of c,
+// then frees everything c owns: its streams, events, modules (with their
+// functions, libraries and kernels) and memory, after the work already
+// submitted has completed.
 func (d *Driver) releaseContext(c *ctxObj) {
+	// The runtime's destructors first, while what its state refers to is
+	// still there, as the real driver calls them.
+	c.mu.Lock()
+	cls := c.cls
+	c.cls = nil
+	c.mu.Unlock()
+	if d.cfg.CLSDestructor != nil {
+		for key, e := range cls {
+			if e.dtor != 0 {
+				d.cfg.CLSDestructor(e.dtor, uintptr(c.h), key, e.value)
+			}
+		}
+	}
 	if s := c.dev.sess; s != nil {
 		d.waitHostFuncs(s)
 		s.s.Synchronize(bg) // its errors belong to the context being destroyed
@@ -183,17 +196,6 @@ func (d *Driver) releaseContext(c *ctxObj) {
 	}
 	for _, a := range d.mem.owned(c) {
 		d.freeAlloc(a)
-	}
-	c.mu.Lock()
-	cls := c.cls
-	c.cls = nil
-	c.mu.Unlock()
-	if d.cfg.CLSDestructor != nil {
-		for key, e := range cls {
-			if e.dtor != 0 {
-				d.cfg.CLSDestructor(e.dtor, uintptr(c.h), key, e.value)
-			}
-		}
 	}
 }
 

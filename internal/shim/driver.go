@@ -219,6 +219,12 @@ func (d *Driver) session(dev *device) (*session, Result) {
 	}
 	sess := &session{dev: dev, s: s}
 	sess.blocking = newDstream(d, sess, st)
+	if base, size := s.Window(); size > 0 {
+		if err := reserveHostRange(base, size); err != nil {
+			d.log.Printf("device %d: its address window %#x+%#x overlaps this process's host memory (%v): "+
+				"copies that infer the memory type may take host memory there for device memory", dev.ordinal, base, size, err)
+		}
+	}
 	dev.sess = sess
 	return sess, cu.CUDA_SUCCESS
 }

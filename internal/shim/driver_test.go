@@ -261,3 +261,31 @@ func BenchmarkLaunchKernel(b *testing.B) {
 	}
 	must(b, "StreamSynchronize", d.StreamSynchronize(th, s))
 }
+
+func TestDriverWithoutDaemon(t *testing.T) {
+	var log syncBuffer
+	d := New(Config{Options: client.Options{Socket: t.TempDir() + "/nobody.sock"}, Log: NewLog(&log, TraceOff)})
+	want(t, "Init", d.Init(0), cu.CUDA_ERROR_NO_DEVICE)
+	want(t, "Init again", d.Init(0), cu.CUDA_ERROR_NO_DEVICE)
+	_, r := d.DeviceGetCount()
+	want(t, "DeviceGetCount", r, cu.CUDA_ERROR_NOT_INITIALIZED)
+	if !bytes.Contains(log.b.Bytes(), []byte("cannot reach the gpuos daemon")) {
+		t.Errorf("log: %q", log.b.String())
+	}
+	if d.DriverVersion() != cu.CUDA_VERSION {
+		t.Errorf("driver version %d", d.DriverVersion())
+	}
+}
+
+// The session's device window is reserved in this process: no host mapping
+// can land on device addresses.
+func TestDriverReservesWindow(t *testing.T) {
+	d, _ := newDriver(t)
+	const th = Thread(11)
+	_, r := d.CtxCreate(th, 0, 0)
+	must(t, "CtxCreate", r)
+	base, size := d.devices[0].sess.s.Window()
+	if err := reserveHostRange(base, min(size, 1<<20)); err == nil {
+		t.Errorf("the window %#x+%#x was free to map again", base, size)
+	}
+}

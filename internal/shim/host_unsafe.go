@@ -3,6 +3,8 @@ package shim
 import (
 	"bytes"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // The application's memory reaches the shim as addresses (uintptr): C memory
@@ -78,4 +80,21 @@ func (rawMem) strlen(addr, max uint64) (uint64, bool) {
 		n += chunk
 	}
 	return 0, false
+}
+
+// reserveHostRange keeps the host address range [base, base+size) free of
+// host mappings (an inaccessible, unbacked reservation), so that an address
+// in a session's device window can never also be host memory of this
+// process. It fails if something is mapped there already.
+func reserveHostRange(base, size uint64) error {
+	p, err := unix.MmapPtr(-1, 0, hostPtr(uintptr(base)), uintptr(size), unix.PROT_NONE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE|unix.MAP_FIXED_NOREPLACE)
+	if err != nil {
+		return err
+	}
+	if uintptr(p) != uintptr(base) { // a kernel that took the address as a hint
+		unix.MunmapPtr(p, uintptr(size))
+		return unix.EEXIST
+	}
+	return nil
 }
