@@ -36,6 +36,9 @@ func (s *Scheduler) runLocked(budget int) {
 	}
 	s.dispatching = true
 	for n := 0; ; n++ {
+		if n%8 == 0 && (n > 0 || s.clk == 0) {
+			s.tick()
+		}
 		if budget > 0 && n >= budget {
 			s.dispatching = false
 			s.kick()
@@ -55,6 +58,7 @@ func (s *Scheduler) runLocked(budget int) {
 		}
 	}
 	s.dispatching = false
+	s.clk = 0
 }
 
 // nextLocked decides the next action: completion events owed, then markers
@@ -148,7 +152,7 @@ func (s *Scheduler) decideLocked(e Engine, a *action) bool {
 			return true
 		}
 	}
-	now := s.now()
+	now := s.clk
 	if eng.held {
 		if eng.holdUntil == 0 || now < eng.holdUntil {
 			s.noteReady(e, now)
@@ -279,7 +283,7 @@ func (s *Scheduler) issueMarkerLocked(sq *streamQ) {
 	}
 	c.state = cmdIssued
 	q.inflight++
-	q.st.QueueDelay += time.Duration(s.now() - c.queued)
+	q.st.QueueDelay += time.Duration(max(s.clk-c.queued, 0))
 	s.mu.Unlock()
 	var err error
 	if c.Issue != nil {
@@ -328,13 +332,10 @@ func (s *Scheduler) issueLocked(a *action) {
 		units = a.hi - a.lo
 	}
 	cost := s.cost(c, e, units)
-	if a.hi != 0 && a.hi < c.Units && c.Estimate != nil && c.Estimate.perUnit == 0 {
-		cost = s.cost(c, e, 0) * int64(units) / int64(c.Units-c.next)
-	}
-	now := s.now()
+	now := s.clk
 	if c.state == cmdQueued {
 		q.inflight++
-		d := now - c.queued
+		d := max(now-c.queued, 0)
 		q.st.QueueDelay += time.Duration(d)
 		te.delay += d
 	}

@@ -9,8 +9,7 @@ import (
 // (for a policy that is not built in) an overrun of the hook deadline into an
 // error that matches ErrPolicy.
 func (s *Scheduler) guard(pe *policyEntry, f func(Policy) error) (err error) {
-	p := pe.p
-	_, trusted := p.(trustedPolicy)
+	p, trusted := pe.p, pe.trusted
 	var start int64
 	if !trusted {
 		start = int64(time.Since(s.epoch))
@@ -91,9 +90,8 @@ func (s *Scheduler) ejectLocked(pe *policyEntry, err error) bool {
 // watchLocked runs the watchdog while the active policy can be interrupted.
 func (s *Scheduler) watchLocked() {
 	pe := s.active
-	_, trusted := pe.p.(trustedPolicy)
 	_, canStop := pe.p.(Interrupter)
-	if trusted || !canStop {
+	if pe.trusted || !canStop {
 		s.watch.Store(nil)
 		return
 	}
@@ -172,7 +170,7 @@ func (s *Scheduler) Add(p Policy, description string) error {
 	if s.entry(name) != nil {
 		return fmt.Errorf("add policy: %w: %q is taken", ErrInvalidShare, name)
 	}
-	s.policies = append(s.policies, &policyEntry{p: p, desc: description})
+	s.policies = append(s.policies, newEntry(p, description))
 	return nil
 }
 

@@ -169,7 +169,8 @@ type Scheduler struct {
 	fallback *policyEntry
 	rescue   *policyEntry // last resort if the fallback itself fails
 
-	dispatching bool // the dispatch token
+	clk         int64 // the clock as of the current round (tick)
+	dispatching bool  // the dispatch token
 	again       bool // work arrived while the token was held
 	tails       []*streamQ
 	flushAll    bool
@@ -192,7 +193,13 @@ type policyEntry struct {
 	p       Policy
 	desc    string
 	builtin bool
+	trusted bool // built in: hooks are not timed
 	ejected string
+}
+
+func newEntry(p Policy, desc string) *policyEntry {
+	_, trusted := p.(trustedPolicy)
+	return &policyEntry{p: p, desc: desc, trusted: trusted}
 }
 
 // engineState is the device-wide state of one engine.
@@ -265,7 +272,9 @@ func New(opts Options) (*Scheduler, error) {
 	s.host.s = s
 	s.flushOlder, s.bgNext = -1, -1
 	for _, b := range Builtins() {
-		s.policies = append(s.policies, &policyEntry{p: b.New(), desc: b.Description, builtin: true})
+		pe := newEntry(b.New(), b.Description)
+		pe.builtin = true
+		s.policies = append(s.policies, pe)
 	}
 	s.rescue = s.entry("fifo") // cannot fail: the last resort
 	s.fallback = s.entry(opts.Fallback)
@@ -284,6 +293,13 @@ func New(opts Options) (*Scheduler, error) {
 	}
 	go s.background()
 	return s, nil
+}
+
+// tick reads the clock into s.clk, which the dispatcher uses for the rest of
+// a round: reading the clock costs more than a decision on some machines.
+func (s *Scheduler) tick() int64 {
+	s.clk = s.now()
+	return s.clk
 }
 
 // now is the scheduler clock in ns.
@@ -491,7 +507,7 @@ func (q *Queue) Submit(ctx context.Context, c *Command) error {
 		return fmt.Errorf("submit: %w", ctx.Err())
 	}
 	s.seq++
-	c.seq, c.queued, c.state, c.q = s.seq, s.now(), cmdQueued, q
+	c.seq, c.queued, c.state, c.q = s.seq, s.tick(), cmdQueued, q
 	c.next, c.pending, c.err = 0, 0, nil
 	sq := q.stream(c.Stream)
 	sq.push(c)

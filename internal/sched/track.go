@@ -134,6 +134,11 @@ func (w *waiter) push(p *point) {
 	w.cond.Signal()
 }
 
+// waiterBudget is how many dispatch actions a completion waiter performs
+// before handing the rest to the background goroutine: enough for the room a
+// batch frees, few enough that the next completion is not delayed long.
+const waiterBudget = 32
+
 func (s *Scheduler) wait(w *waiter) {
 	var dones []*Command
 	s.mu.Lock()
@@ -155,7 +160,7 @@ func (s *Scheduler) wait(w *waiter) {
 		err := end.Synchronize()
 		s.mu.Lock()
 		dones = s.completeLocked(p, err, dones[:0])
-		s.runLocked(submitBudget)
+		s.runLocked(waiterBudget)
 		if len(dones) > 0 {
 			s.mu.Unlock()
 			for _, c := range dones {
