@@ -51,6 +51,17 @@ func (r *fnRewriter) guardAccesses(in *ptx.Instruction, accs []access) ([]ptx.St
 			}
 		}
 	}
+	if len(accs) == 1 {
+		if a, ok := in.Operands[accs[0].op].(*ptx.Address); ok {
+			if b, ok := a.Base.(*ptx.Reg); ok {
+				if h := r.facts.hoistedFor(b.Name); h != nil {
+					st.Accesses++
+					st.Hoisted++
+					return append(out, r.hoistedUse(in, h)...), nil
+				}
+			}
+		}
+	}
 	for _, acc := range accs {
 		st.Accesses++
 		t, err := r.resolve(in, acc)

@@ -58,7 +58,7 @@ func TestFormsChecked(t *testing.T) {
 		checked           int
 	}{
 		{name: "global store", body: "st.global.u32 [%rd1+8], %r1;",
-			want: []string{"add.s64 \t%gdq", "%rd1, 8", "and.b64", "setp.eq.u64 \t%gdp", "|%gdp", "st.global.u32"}, checked: 1},
+			want: []string{"add.s64 \t%gdq", "%rd1, 8", "and.b64", "setp.eq.u64 \t%gdp", "st.global.u32"}, checked: 1},
 		{name: "32-byte vector load checks 32 bytes", body: "ld.global.v8.f32 {%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7}, [%rd1];",
 			want: []string{"or.b64 \t%gdq", ", 31;", "and.b64", "ld.global.v8.f32"}, checked: 1},
 		{name: "non-coherent and ldu", body: "ld.global.nc.v4.u32 {%r1, %r2, %r3, %r4}, [%rd1];\nldu.global.u64 %rd2, [%rd1+64];",
@@ -68,7 +68,7 @@ func TestFormsChecked(t *testing.T) {
 		{name: "vector atomic", body: "red.global.v4.f32.add [%rd1], {%f0, %f1, %f2, %f3};",
 			want: []string{", 15;", "red.global.v4.f32.add"}, checked: 1},
 		{name: "guard predicate folded in", body: "@!%p1 st.global.u32 [%rd1], %r1;",
-			want: []string{"setp.eq.and.u64", "!%p1", "st.global.u32"}, checked: 1},
+			want: []string{"setp.eq.u64", "setp.ne.and.u32", "!%p1", "st.global.u32"}, checked: 1},
 		{name: "cp.async from global to shared", decls: ".shared .align 16 .b8 s[256];",
 			body: "mov.u32 %r2, s;\ncp.async.cg.shared.global [%r2], [%rd1], 16;",
 			want: []string{"%total_smem_size", "shf.r.wrap.b32", "cp.async.cg.shared.global"}, checked: 2},
@@ -100,6 +100,8 @@ func TestFormsChecked(t *testing.T) {
 		{name: "same address twice in a block: one check", body: "ld.global.u32 %r2, [%rd1];\nadd.s32 %r2, %r2, 1;\nst.global.u32 [%rd1], %r2;",
 			want: []string{"ld.global.u32", "st.global.u32"}, checked: 1},
 		{name: "generic", body: "st.u32 [%rd1], %r1;", want: []string{"and.b64", "st.u32"}, checked: 1},
+		{name: "computed in a loop: checked per access", body: "mov.u64 %rd2, %rd1;\nL1:\nst.global.u32 [%rd2], %r1;\nadd.s64 %rd2, %rd2, 4;\nsetp.lt.u64 %p1, %rd2, 100;\n@%p1 bra L1;",
+			want: []string{"and.b64", "setp.eq.u64 \t%gdp0|%gdp1", "@%gdp0 st.global.u32"}, checked: 1},
 		{name: "generic with shared in use", decls: ".shared .align 4 .b8 s[64];",
 			body: "mov.u64 %rd2, s;\ncvta.shared.u64 %rd3, %rd2;\nst.u32 [%rd3], %r1;\nld.u32 %r2, [%rd1];",
 			want: []string{"cvta.shared.u64 \t%gdq", "or.pred", "st.u32"}, checked: 2},

@@ -35,7 +35,8 @@ type Result struct {
 // Stats count what the pass did.
 type Stats struct {
 	Accesses int // memory operands of the module's instructions
-	Checked  int // checked at run time
+	Checked  int // checked at run time, each by a check of its own
+	Hoisted  int // covered by one check at their address register's definition
 	Proven   int // proven inside their variable at load time: no check
 	Reused   int // reused an earlier check of the same address in the same block
 	Stripped int // trap, brkpt, __assertfail and vprintf sites replaced

@@ -26,6 +26,9 @@ func (r *fnRewriter) block(b *ptx.Block, top bool) error {
 			}
 			out = append(out, ss...)
 			r.invalidate(s)
+			for _, reg := range r.facts.defAt[s] {
+				out = append(out, r.hoistCheck(r.facts.hoist[reg])...)
+			}
 		default:
 			out = append(out, s)
 		}
