@@ -82,6 +82,8 @@ var programs = []program{
 	{"memcpy", []string{"cuMemcpyHtoD, cuMemcpyDtoD, cuMemcpyDtoH", "the Async forms", "cuMemcpy host->device->device->host",
 		"pinned host memory both ways", "cuMemcpy2D host->pitched device", "cuMemcpy3D", "cuMemcpyPeer"}},
 	{"memset", []string{"cuMemsetD8, cuMemsetD16, cuMemsetD32", "cuMemsetD2D32", "pinned host memory"}},
+	{"library", []string{"from cuModuleLoadFatBinary", "from a compressed fat binary", "launched as a CUkernel",
+		"module globals", "library globals and kernel enumeration"}},
 	{"pointers", []string{"device pointer: type, context", "cuMemGetAddressRange of an interior pointer", "unknown address"}},
 	{"context", []string{"context stack", "per-thread current context", "context-local storage", "integrity check"}},
 	{"errors", []string{
