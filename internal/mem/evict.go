@@ -151,6 +151,36 @@ func (m *Manager) makeRoom(size uint64, pr *pressure) (c *chunk, err error) {
 	}
 }
 
+// evictBytes evicts at least size bytes of chunks whatever the accounting
+// says (the device itself is short), and reports whether it evicted any.
+// It takes m.evictMu unless pr.locked.
+func (m *Manager) evictBytes(size uint64, pr *pressure) bool {
+	if !pr.locked {
+		m.evictMu.Lock()
+		defer m.evictMu.Unlock()
+	}
+	cands, _, _ := m.victimCandidates(pr.pin)
+	if len(cands) == 0 {
+		return false
+	}
+	p := pr.p
+	p.Need = size
+	var freed uint64
+	for _, i := range m.choose(p, cands) {
+		if freed >= size {
+			break
+		}
+		switch err := m.evictChunk(cands[i], p); {
+		case err == nil, errors.Is(err, errDropped):
+			freed += cands[i].Bytes
+		case errors.Is(err, errGone):
+		default:
+			return freed > 0
+		}
+	}
+	return freed > 0
+}
+
 // takeOrReserve takes a pooled chunk of exactly size bytes, or reserves size
 // bytes of the device limit (trimming the pool if needed).
 func (m *Manager) takeOrReserve(size uint64) (c *chunk, reserved bool, err error) {

@@ -341,16 +341,23 @@ func (m *Manager) getChunk(size uint64, t *Tenant, pr *pressure) (*chunk, error)
 	}
 	// size bytes are reserved in m.physical while CreateChunk runs.
 	c2, err := m.dev.CreateChunk(size)
-	if err != nil && v1.CodeOf(err) == v1.CodeOutOfMemory {
-		// The device is shorter than our accounting says (other processes):
-		// give back the whole pool and try once more.
+	for tries := 0; err != nil && v1.CodeOf(err) == v1.CodeOutOfMemory && tries < maxShortTries; tries++ {
+		// The device is shorter than our accounting says (memory gpuos does
+		// not manage: module variables, other processes): give back the
+		// pool, and evict if it held nothing, then try again.
 		m.mu.Lock()
 		trimmed := m.trimLocked(^uint64(0))
 		m.mu.Unlock()
-		if len(trimmed) > 0 {
-			m.release(trimmed)
-			c2, err = m.dev.CreateChunk(size)
+		if len(trimmed) == 0 {
+			if m.swap == nil || pr == nil || !m.evictBytes(size, pr) {
+				break
+			}
+			m.mu.Lock()
+			trimmed = m.trimLocked(^uint64(0))
+			m.mu.Unlock()
 		}
+		m.release(trimmed)
+		c2, err = m.dev.CreateChunk(size)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -361,6 +368,10 @@ func (m *Manager) getChunk(size uint64, t *Tenant, pr *pressure) (*chunk, error)
 	m.chunks++
 	return &chunk{c: c2, size: size, clean: m.freshZeroed}, nil
 }
+
+// maxShortTries bounds how often getChunk frees memory and tries again when
+// the device has less than the manager's accounting says.
+const maxShortTries = 16
 
 // trimLocked takes chunks out of the pool until need more bytes fit under the
 // limit (or the pool is empty) and returns them for release. Largest first,

@@ -575,3 +575,27 @@ func (h *harness) readResident(w *Window, p backend.DevicePtr, n uint64) ([]byte
 		h.m.evictMu.Unlock()
 	}
 }
+
+// When the device has less memory than the manager's accounting says (memory
+// it does not manage: module variables, other processes), an allocation
+// that the device refuses evicts all the same.
+func TestSwapDeviceShort(t *testing.T) {
+	h := newHarness(t, 12*testGran, Options{SwapLimit: 64 * testGran, MinResidency: -1, MinWindow: 1 << 20})
+	outside, err := h.dev.CreateChunk(4 * testGran) // not the manager's
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outside.Release()
+	wa, wb := h.open(h.m.Tenant("a")), h.open(h.m.Tenant("b"))
+	a := h.alloc(wa, 5*testGran, 0)
+	d := pattern(6, 5*testGran)
+	h.write(a.Ptr(), d)
+	h.alloc(wb, 5*testGran, 0) // fits the accounting (1+5+5 <= 12), not the device (4 taken)
+	if wa.Resident() {
+		t.Fatal("the device was short and nothing was evicted")
+	}
+	h.resident(wa)
+	if !bytes.Equal(h.read(a.Ptr(), 5*testGran), d) {
+		t.Error("data lost over an eviction the device forced")
+	}
+}
