@@ -13,6 +13,10 @@ const (
 	TypeOpenSession  Type = 3
 	TypeListSessions Type = 4
 	TypeAuditQuery   Type = 5
+	TypePolicyList   Type = 6 // also on the control endpoint, as are the next three
+	TypePolicyUse    Type = 7
+	TypeSetShare     Type = 8
+	TypeTenantStats  Type = 9
 
 	// Driver, on a session connection.
 	TypeCreateBuffer    Type = 20
@@ -78,6 +82,8 @@ const (
 	TypeShmStat         Type = 148
 	TypeRingOpened      Type = 149
 	TypeStagingOpened   Type = 150
+	TypePolicies        Type = 151
+	TypeTenants         Type = 152
 )
 
 // Info is one row of the message table.
@@ -113,6 +119,10 @@ var messageTable = [...]Info{
 	{Type: TypeOpenSession, Name: "OpenSession", New: func() Message { return new(OpenSession) }, Reply: TypeSessionOpened, Endpoints: EndpointManager},
 	{Type: TypeListSessions, Name: "ListSessions", New: func() Message { return new(ListSessions) }, Reply: TypeSessions, Endpoints: EndpointManager},
 	{Type: TypeAuditQuery, Name: "AuditQuery", New: func() Message { return new(AuditQuery) }, Reply: TypeAuditLines, Endpoints: EndpointManager},
+	{Type: TypePolicyList, Name: "PolicyList", New: func() Message { return new(PolicyList) }, Reply: TypePolicies, Endpoints: EndpointManager | EndpointControl},
+	{Type: TypePolicyUse, Name: "PolicyUse", New: func() Message { return new(PolicyUse) }, Reply: TypeEmpty, Endpoints: EndpointManager | EndpointControl},
+	{Type: TypeSetShare, Name: "SetShare", New: func() Message { return new(SetShare) }, Reply: TypeEmpty, Endpoints: EndpointManager | EndpointControl},
+	{Type: TypeTenantStats, Name: "TenantStats", New: func() Message { return new(TenantStats) }, Reply: TypeTenants, Endpoints: EndpointManager | EndpointControl},
 
 	{Type: TypeCreateBuffer, Name: "CreateBuffer", New: func() Message { return new(CreateBuffer) }, Reply: TypeBufferCreated, Endpoints: EndpointDriver, Right: RightAlloc},
 	{Type: TypeRelease, Name: "Release", New: func() Message { return new(Release) }, Reply: TypeEmpty, Endpoints: EndpointDriver},
@@ -172,6 +182,8 @@ var messageTable = [...]Info{
 	{Type: TypeShmStat, Name: "ShmStat", New: func() Message { return new(ShmStat) }},
 	{Type: TypeRingOpened, Name: "RingOpened", New: func() Message { return new(RingOpened) }, FDs: 1},
 	{Type: TypeStagingOpened, Name: "StagingOpened", New: func() Message { return new(StagingOpened) }, FDs: 1},
+	{Type: TypePolicies, Name: "Policies", New: func() Message { return new(Policies) }},
+	{Type: TypeTenants, Name: "Tenants", New: func() Message { return new(Tenants) }},
 }
 
 // tableIndex maps a Type below 256 to its row in messageTable, plus one.

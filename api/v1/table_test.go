@@ -30,6 +30,10 @@ func TestTableMatchesSpec(t *testing.T) {
 		{3, "OpenSession", "SessionOpened", M, 0, false, 0},
 		{4, "ListSessions", "Sessions", M, 0, false, 0},
 		{5, "AuditQuery", "AuditLines", M, 0, false, 0},
+		{6, "PolicyList", "Policies", M | C, 0, false, 0},
+		{7, "PolicyUse", "Empty", M | C, 0, false, 0},
+		{8, "SetShare", "Empty", M | C, 0, false, 0},
+		{9, "TenantStats", "Tenants", M | C, 0, false, 0},
 		{20, "CreateBuffer", "BufferCreated", D, v1.RightAlloc, false, 0},
 		{21, "Release", "Empty", D, 0, false, 0},
 		{22, "BufferWrite", "Empty", D, v1.RightCopy, false, 0},
@@ -118,7 +122,7 @@ func TestTableConsistent(t *testing.T) {
 			t.Errorf("reply %s: %+v", info.Name, info)
 		}
 	}
-	for _, typ := range []v1.Type{0, 6, 19, 59, 64, 127, 255, 256, 0xffff} {
+	for _, typ := range []v1.Type{0, 18, 19, 59, 64, 127, 255, 256, 0xffff} {
 		if info, ok := v1.Lookup(typ); ok {
 			t.Errorf("Lookup(%d) = %+v, want unknown", typ, info)
 		}
