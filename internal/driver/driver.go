@@ -332,6 +332,9 @@ func (d *Driver) handleControl(ctx context.Context, req *wire.Request) (v1.Messa
 	case *v1.KillSession:
 		return nil, nil, d.Kill(m.SessionID, m.Reason)
 	}
+	if reply, ok, err := d.schedControl(req.Msg); ok {
+		return reply, nil, err
+	}
 	return nil, nil, v1.Errorf(v1.CodeUnsupported, "control request %v", req.Header.Type)
 }
 

@@ -1,6 +1,9 @@
 package driver
 
 import (
+	"fmt"
+
+	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/audit"
 	"github.com/gpuos/gpuos/internal/backend"
 	"github.com/gpuos/gpuos/internal/sched"
@@ -52,4 +55,100 @@ func (d *Driver) queueParams(s *Session) sched.QueueParams {
 	t := s.tenant
 	return sched.QueueParams{Tenant: t.name, Session: s.id, PID: s.params.PID, Class: sched.Class(s.params.Priority),
 		Depth: d.limits.QueueDepth, Share: sched.Share{Compute: max(t.weight, 1), Copy: max(t.weight, 1)}}
+}
+
+// schedControl answers the manager's scheduling requests; ok is false for
+// other requests.
+func (d *Driver) schedControl(m v1.Message) (reply v1.Message, ok bool, err error) {
+	switch m := m.(type) {
+	case *v1.PolicyList:
+		return d.policies(), true, nil
+	case *v1.PolicyUse:
+		if err := d.sched.Use(m.Name); err != nil {
+			return nil, true, err
+		}
+		d.audit(audit.Event{Kind: audit.KindPolicyUse, Detail: map[string]any{"policy": m.Name, "device": d.opts.Ordinal}})
+		return nil, true, nil
+	case *v1.SetShare:
+		return nil, true, d.setShare(m)
+	case *v1.TenantStats:
+		return &v1.Tenants{Tenants: d.tenantStats()}, true, nil
+	}
+	return nil, false, nil
+}
+
+func (d *Driver) policies() *v1.Policies {
+	out := &v1.Policies{Active: d.sched.Active(), Fallback: d.opts.Sched.Fallback}
+	if out.Fallback == "" {
+		out.Fallback = sched.DefaultPolicy
+	}
+	for _, p := range d.sched.Policies() {
+		out.Policies = append(out.Policies, v1.PolicyInfo{Name: p.Name, Description: p.Description,
+			Builtin: p.Builtin, Active: p.Active, Ejected: p.Ejected})
+	}
+	return out
+}
+
+// Errors returned by SetShare requests.
+var ErrBadShare = v1.Errorf(v1.CodeInvalidArgument, "invalid share")
+
+// maxWeight bounds share weights.
+const maxWeight = 1 << 20
+
+// setShare changes a tenant's virtual GPU: the fields named change, the
+// others keep their value (a tenant not seen yet starts from weight 1).
+func (d *Driver) setShare(m *v1.SetShare) error {
+	if m.Tenant == "" {
+		return fmt.Errorf("%w: no tenant named", ErrBadShare)
+	}
+	sh, ok := d.sched.Share(m.Tenant)
+	if !ok {
+		sh = sched.Share{Compute: 1, Copy: 1}
+	}
+	if m.Fields&v1.ShareCompute != 0 {
+		if m.Compute < 1 || m.Compute > maxWeight {
+			return fmt.Errorf("%w: compute weight %d (want 1..%d)", ErrBadShare, m.Compute, maxWeight)
+		}
+		sh.Compute = int(m.Compute)
+	}
+	if m.Fields&v1.ShareCopy != 0 {
+		if m.Copy < 1 || m.Copy > maxWeight {
+			return fmt.Errorf("%w: copy weight %d (want 1..%d)", ErrBadShare, m.Copy, maxWeight)
+		}
+		sh.Copy = int(m.Copy)
+	}
+	if m.Fields&v1.ShareClass != 0 {
+		if m.Class < int32(sched.ClassLow) || m.Class > int32(sched.ClassHigh) {
+			return fmt.Errorf("%w: class %d (want -1 low, 0 normal, 1 high)", ErrBadShare, m.Class)
+		}
+		sh.Class, sh.ClassSet = sched.Class(m.Class), true
+	}
+	if m.Fields&v1.ShareMemory != 0 {
+		sh.Memory = m.Memory
+		d.mu.Lock()
+		t := d.tenants[m.Tenant]
+		d.mu.Unlock()
+		if t != nil {
+			t.mem.SetQuota(m.Memory)
+		}
+	}
+	if err := d.sched.SetShare(m.Tenant, sh); err != nil {
+		return fmt.Errorf("set share of %s: %w", m.Tenant, err)
+	}
+	return nil
+}
+
+func (d *Driver) tenantStats() []v1.TenantStat {
+	ppm := func(f float64) uint32 { return uint32(f*1e6 + 0.5) }
+	var out []v1.TenantStat
+	for _, t := range d.sched.Tenants() {
+		c, p := t.Engines[sched.EngineCompute], t.Engines[sched.EngineCopy]
+		out = append(out, v1.TenantStat{Name: t.Name, Device: uint32(d.opts.Ordinal), Class: int32(t.Class),
+			ClassSet: t.Share.ClassSet, Compute: uint32(t.Share.Compute), Copy: uint32(t.Share.Copy), Memory: t.Share.Memory,
+			Sessions: uint32(t.Sessions), GPUTimeNs: uint64(max(c.Usage, 0)), CopyBytes: uint64(max(p.Usage, 0)),
+			ComputeShare: ppm(c.Recent), ComputeTarget: ppm(c.Target), CopyShare: ppm(p.Recent), CopyTarget: ppm(p.Target),
+			QueueDelayNs: uint64(c.QueueDelay + p.QueueDelay), Dispatched: c.Dispatched + p.Dispatched,
+			InFlight: uint32(c.InFlight + p.InFlight), Queued: uint32(c.Queued + p.Queued)})
+	}
+	return out
 }
