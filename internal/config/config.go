@@ -69,6 +69,10 @@ type Tenant struct {
 	Weight    int      `yaml:"weight"`      // compute share weight; 0 = 1
 	CopyShare int      `yaml:"copy_weight"` // copy-bandwidth share weight; 0 = Weight
 	Priority  Priority `yaml:"priority"`    // scheduling class
+	// PrioritySet reports whether the document named the tenant's priority.
+	// If it did not, each session's class comes from its process's nice
+	// value (negative: high, positive: low).
+	PrioritySet bool `yaml:"-"`
 	// Rights the tenant's sessions may hold; empty = all. Names: alloc, load,
 	// launch, copy, grant, stream.
 	Rights []string `yaml:"rights"`
@@ -291,6 +295,7 @@ func Parse(data []byte) (*Config, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	c.markPriorities(data)
 	return &c, nil
 }
 
