@@ -40,8 +40,9 @@ type Options struct {
 	// filled in by the driver).
 	Sched sched.Options
 	// SwapLimit bounds the pinned host memory that holds evicted device
-	// memory (gpuos serve --swap): 0 is as much as the device limit, so
-	// tenants' allocations may reach twice it; negative disables swapping.
+	// memory (gpuos serve --swap): 0 is twice the device limit (within half
+	// the host's memory), so tenants' allocations may reach about three
+	// times it; negative disables swapping.
 	SwapLimit int64
 	// MinResidency keeps a session just made resident from eviction for
 	// this long (0: the memory manager's default; see mem.Options).

@@ -10,6 +10,7 @@ import (
 	"github.com/gpuos/gpuos/internal/audit"
 	"github.com/gpuos/gpuos/internal/backend"
 	"github.com/gpuos/gpuos/internal/mem"
+	"golang.org/x/sys/unix"
 )
 
 // Audit kinds of the memory manager's moves.
@@ -47,15 +48,22 @@ func memoryOptions(dev backend.Device, opts Options, h *memHooks) (mem.Options, 
 	case opts.SwapLimit > 0:
 		mo.SwapLimit = uint64(opts.SwapLimit)
 	case opts.SwapLimit == 0:
-		// As much host memory as the device may use: up to twice the
-		// device limit in allocations.
+		// Twice the device limit, so tenants' allocations may reach about
+		// three times it; within half the host's memory.
 		_, total, err := dev.MemoryInfo()
 		if err != nil {
 			return mo, fmt.Errorf("query device memory: %w", err)
 		}
-		mo.SwapLimit = total
+		limit := total
 		if l := opts.DeviceMemoryLimit; l != 0 && l < total {
-			mo.SwapLimit = l
+			limit = l
+		}
+		mo.SwapLimit = 2 * limit
+		var si unix.Sysinfo_t
+		if unix.Sysinfo(&si) == nil {
+			if half := uint64(si.Totalram) * uint64(si.Unit) / 2; half > 0 {
+				mo.SwapLimit = min(mo.SwapLimit, half)
+			}
 		}
 	}
 	return mo, nil

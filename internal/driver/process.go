@@ -37,7 +37,7 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 	backendName := fs.String("backend", "auto", "backend: auto, sim or cuda")
 	auditPath := fs.String("audit", "", "audit log file")
 	devMem := fs.Uint64("device-memory", 0, "cap on device memory in bytes (0: all)")
-	swap := fs.Int64("swap", 0, "pinned host memory for swapping, in bytes (0: as much as the device limit; negative: no swapping)")
+	swap := fs.Int64("swap", 0, "pinned host memory for swapping, in bytes (0: twice the device limit, within half the host's memory; negative: no swapping)")
 	minRes := fs.Duration("min-residency", 0, "how long a session just swapped in is kept from eviction (0: the default)")
 	limits := fs.String("limits", "", "session limits: handles=N,buffers=N,in_flight=N,queue_depth=N")
 	simMem := fs.String("sim-memory", "", "memory of each software GPU")
