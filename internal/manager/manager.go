@@ -67,6 +67,8 @@ type Manager struct {
 	closed   bool
 	wg       sync.WaitGroup
 	cancel   context.CancelFunc
+
+	sched schedState // the policy and the shares every driver gets (sched.go)
 }
 
 // sessionRec is what the manager remembers of a session it placed.
@@ -134,8 +136,14 @@ func New(opts Options) (*Manager, error) {
 		al.Close()
 		return nil, err
 	}
-	return &Manager{opts: opts, cfg: cfg, self: uint32(os.Getuid()), log: opts.Log, audit: al, ln: ln,
-		sessions: map[uint64]*sessionRec{}}, nil
+	m := &Manager{opts: opts, cfg: cfg, self: uint32(os.Getuid()), log: opts.Log, audit: al, ln: ln,
+		sessions: map[uint64]*sessionRec{}}
+	if err := m.initSched(); err != nil {
+		ln.Close()
+		al.Close()
+		return nil, err
+	}
+	return m, nil
 }
 
 // listen binds the socket, replacing a stale one left by a daemon that died
@@ -297,6 +305,9 @@ func (m *Manager) handle(ctx context.Context, cl *client, req *wire.Request) (v1
 	case *v1.AuditQuery:
 		return m.auditQuery(cl, r)
 	}
+	if reply, ok, err := m.handleSched(ctx, cl, req.Msg); ok {
+		return reply, nil, err
+	}
 	return nil, nil, v1.Errorf(v1.CodeUnsupported, "%v is not served by the manager", req.Header.Type)
 }
 
@@ -363,8 +374,9 @@ func (m *Manager) attach(ctx context.Context, cl *client, d *driverProc, r *v1.O
 		return nil, nil, fmt.Errorf("open session: %w", err)
 	}
 	id := m.nextSession.Add(1)
-	attach := &v1.AttachSession{SessionID: id, Tenant: t.Name, Rights: rights, MemoryQuota: uint64(t.Memory),
-		Weight: uint32(t.Weight), Priority: int32(t.Priority), PID: cl.cred.PID, UID: cl.cred.UID, Label: r.Label,
+	share := m.shareOf(t)
+	attach := &v1.AttachSession{SessionID: id, Tenant: t.Name, Rights: rights, MemoryQuota: share.Memory,
+		Weight: share.Compute, Priority: m.sessionClass(t, cl.cred.PID), PID: cl.cred.PID, UID: cl.cred.UID, Label: r.Label,
 		Trust: t.TrustTier(), TrustedModules: m.cfg.TrustedModuleHashes()}
 	var att v1.SessionAttached
 	_, err = ctl.CallFDs(ctx, attach, &att, []int{driverEnd})
@@ -377,7 +389,7 @@ func (m *Manager) attach(ctx context.Context, cl *client, d *driverProc, r *v1.O
 	m.sessions[id] = &sessionRec{id: id, tenant: t.Name, device: int(r.Device), pid: cl.cred.PID, uid: cl.cred.UID}
 	m.mu.Unlock()
 	return &v1.SessionOpened{SessionID: id, Tenant: t.Name, Rights: rights, WindowBase: att.WindowBase,
-		WindowSize: att.WindowSize, MemoryQuota: uint64(t.Memory)}, []int{clientEnd}, nil
+		WindowSize: att.WindowSize, MemoryQuota: share.Memory}, []int{clientEnd}, nil
 }
 
 func (m *Manager) listSessions(ctx context.Context, cl *client) []v1.SessionStat {

@@ -115,6 +115,9 @@ func (d *driverProc) runOnce(ctx context.Context) error {
 	}
 	ctl := wire.NewClient(conn)
 	info, err := handshake(ctx, ctl)
+	if err == nil {
+		err = d.m.configureDriver(ctx, ctl)
+	}
 	if err != nil {
 		ctl.Close()
 		cmd.Process.Kill()
