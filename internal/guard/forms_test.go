@@ -145,6 +145,7 @@ func TestFormsRefused(t *testing.T) {
 		{"mapa", kernelWith("", "mapa.shared::cluster.u32 %r2, %r1, 1;"), "mapa.shared::cluster.u32", 14},
 		{"alloca", kernelWith("", "alloca.u64 %rd2, 64;"), "alloca.u64", 14},
 		{"parameter through a register", kernelWith("", "mov.u64 %rd2, p;\nld.param.u32 %r2, [%rd2];"), "ld.param.u32", 15},
+		{"parameter past its end", kernelWith("", "ld.param.u64 %rd2, [p+8];"), "ld.param.u64", 14},
 		{"a 32-bit global address", kernelWith("", "ld.global.u32 %r2, [%r1];"), "ld.global.u32", 14},
 		{"device malloc", strings.Replace(kernelWith("", "{\n.param .b64 a;\nst.param.b64 [a], 64;\n.param .b64 r;\ncall.uni (r), malloc, (a);\n}"),
 			".visible .entry", ".extern .func (.param .b64 r) malloc (.param .b64 a);\n.visible .entry", 1), "call.uni", 19},

@@ -31,6 +31,7 @@ type fnRewriter struct {
 
 	localVars []*ptx.Var
 	shared    map[string]*ptx.Var // function-scope .shared variables
+	params    map[string]*ptx.Var // the function's parameters and the .param variables of its call sequences
 	branchTgt map[string]int      // .branchtargets label → number of targets
 	callTgt   map[string][]string // .calltargets label → functions
 
@@ -60,7 +61,7 @@ type cached struct{ ok, bad *ptx.Reg }
 
 func (g *guarder) function(f *ptx.Function, id int) error {
 	r := &fnRewriter{g: g, f: f, id: int64(id), regs: map[string]ptx.Type{}, families: map[string]ptx.Type{},
-		masks: map[int]*ptx.Reg{}, shLimK: map[int]*ptx.Reg{}, shared: map[string]*ptx.Var{},
+		masks: map[int]*ptx.Reg{}, shLimK: map[int]*ptx.Reg{}, shared: map[string]*ptx.Var{}, params: map[string]*ptx.Var{},
 		branchTgt: map[string]int{}, callTgt: map[string][]string{}}
 	r.index()
 	ptx.Inspect(f.Body, func(n ptx.Node) bool {
@@ -107,6 +108,8 @@ func (r *fnRewriter) index() {
 				names = append(names, n.Name)
 			case ptx.SpaceShared:
 				r.shared[n.Name] = n
+			case ptx.SpaceParam:
+				r.params[n.Name] = n
 			}
 			return false
 		case *ptx.Directive:
@@ -139,6 +142,7 @@ func (r *fnRewriter) index() {
 	}
 	for _, p := range append(append([]*ptx.Var{}, r.f.Params...), r.f.Returns...) {
 		names = append(names, p.Name)
+		r.params[p.Name] = p
 	}
 	// A prefix no declared name starts with, so that our registers collide with nothing.
 	for i := 0; ; i++ {

@@ -101,6 +101,9 @@ func (r *fnRewriter) instruction(in *ptx.Instruction) ([]ptx.Stmt, error) {
 	case "brx":
 		return r.brx(in)
 	}
+	if err := r.checkParams(in); err != nil {
+		return nil, err
+	}
 	pre, err := r.relocOperands(in)
 	if err != nil {
 		return nil, err
@@ -272,4 +275,32 @@ func (r *fnRewriter) abort(in *ptx.Instruction, kind uint32) []ptx.Stmt {
 	exit := ins("exit")
 	exit.Guard = in.Guard
 	return append(out, exit)
+}
+
+// checkParams bounds named parameter accesses ("ld.param.u32 %r1, [p+8]"):
+// the offset must stay inside the parameter, since the guard does not check
+// them at run time.
+func (r *fnRewriter) checkParams(in *ptx.Instruction) error {
+	if in.StateSpace() != ptx.SpaceParam || (in.Opcode != "ld" && in.Opcode != "st" && in.Opcode != "ldu") {
+		return nil
+	}
+	for _, o := range in.Operands {
+		a, ok := o.(*ptx.Address)
+		if !ok {
+			continue
+		}
+		s, ok := a.Base.(*ptx.Symbol)
+		if !ok {
+			continue // refused by accessesOf
+		}
+		v := r.params[s.Name]
+		if v == nil {
+			return refuse(r.f.Name, in, "parameter access to %s, which is not a parameter of this function or of its call sequences", s.Name)
+		}
+		off, w := s.Offset+a.Offset, int64(in.AccessSize())
+		if size := int64(v.Size()); w <= 0 || off < 0 || off+w > size {
+			return refuse(r.f.Name, in, "access of %d bytes at offset %d of the %d-byte parameter %s", w, off, size, s.Name)
+		}
+	}
+	return nil
 }
