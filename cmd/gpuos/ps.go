@@ -28,6 +28,7 @@ func psCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("ps", stderr)
 	socket := fs.String("socket", "", "the daemon's socket (default $GPUOS_SOCKET, else the default path)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	tenants := fs.Bool("tenants", false, "also show each tenant: GPU time, share against target, queue delay (see gpuos policy tenants)")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -46,15 +47,19 @@ func psCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return enc.Encode(ss)
 	}
 	printSessions(stdout, ss)
+	if *tenants {
+		return psTenants(ctx, *socket, stdout)
+	}
 	return nil
 }
 
 func printSessions(w io.Writer, ss []client.SessionStat) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tTENANT\tDEV\tPID\tLABEL\tMEMORY\tBUFFERS\tLAUNCHES\tCOPIES\tCOPIED\tIN-FLIGHT\tQUEUED\tSTATE")
+	fmt.Fprintln(tw, "SESSION\tTENANT\tDEV\tPID\tLABEL\tMEMORY\tBUFFERS\tLAUNCHES\tCOPIES\tCOPIED\tGPU-TIME\tQ-DELAY\tIN-FLIGHT\tQUEUED\tSTATE")
 	for _, s := range ss {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\n", s.ID, s.Tenant, s.Device, s.PID,
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%v\t%v\t%d\t%d\t%s\n", s.ID, s.Tenant, s.Device, s.PID,
 			dash(s.Label), config.Size(s.MemoryBytes).Human(), s.Buffers, s.Launches, s.Copies, config.Size(s.CopyBytes).Human(),
+			time.Duration(s.GPUTimeNs).Round(time.Microsecond), time.Duration(s.QueueDelayNs).Round(time.Microsecond),
 			s.InFlight, s.QueueDepth, s.State)
 	}
 	tw.Flush()
