@@ -48,7 +48,7 @@ int main(int argc, char **argv)
     ASSERT(fn == NULL && st == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND, "empty name: %p status %d", fn, (int)st);
     EXPECT(gpa("cuMemAllocAsync", &fn, 11010, 0, &st), CUDA_SUCCESS);
     ASSERT(fn == NULL && st == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT, "too old: %p status %d", fn, (int)st);
-    EXPECT(gpa("cuLaunchKernel", &fn, 13000, 3, &st), CUDA_ERROR_INVALID_VALUE);
+    EXPECT(gpa("cuLaunchKernel", &fn, 13000, 4, &st), CUDA_ERROR_INVALID_VALUE);
     EXPECT(gpa("cuInit", &fn, 99999, 0, &st), CUDA_ERROR_INVALID_VALUE);
     EXPECT(cuGetProcAddress("noSuchFunction", &fn, 12000, 0), CUDA_ERROR_NOT_FOUND);
 
