@@ -36,7 +36,8 @@ type hoisted struct {
 	// of their own, the checks they use; the segment records a violation
 	// when the AND of them fails (all of them execute together).
 	sets     map[int][]int
-	setPred  map[int]*ptx.Reg
+	setPred  map[string]*ptx.Reg      // a set's predicate, by its checks (segments with the same set share it)
+	guarded  map[int]bool             // checks used by accesses with a guard of their own
 	useCheck map[*ptx.Instruction]int // access → its check
 	useSeg   map[*ptx.Instruction]int // access → its segment
 	done     bool
@@ -180,8 +181,8 @@ func analyze(r *fnRewriter) *facts {
 		if bits != 32 && bits != 64 {
 			continue
 		}
-		h := &hoisted{reg: reg, space: us[0].acc.space, bits: bits, sets: map[int][]int{},
-			setPred: map[int]*ptx.Reg{}, useCheck: map[*ptx.Instruction]int{}, useSeg: map[*ptx.Instruction]int{}}
+		h := &hoisted{reg: reg, space: us[0].acc.space, bits: bits, sets: map[int][]int{}, guarded: map[int]bool{},
+			setPred: map[string]*ptx.Reg{}, useCheck: map[*ptx.Instruction]int{}, useSeg: map[*ptx.Instruction]int{}}
 		okAll := true
 		for _, u := range us {
 			if u.acc.space != h.space || !cfg.dominates(d, u.node) || u.off < -(1<<30) || u.off > 1<<30 {
@@ -206,6 +207,8 @@ func analyze(r *fnRewriter) *facts {
 				if !containsInt(h.sets[seg], k) {
 					h.sets[seg] = append(h.sets[seg], k)
 				}
+			} else {
+				h.guarded[k] = true
 			}
 		}
 		if !okAll || len(h.checks) > 64 {

@@ -249,3 +249,20 @@ ld.param.b32 %r2, [rv];
 		t.Errorf("stripped %d, want 3 with the return value set and exits:\n%s", res.Stats.Stripped, out)
 	}
 }
+
+// Guarding is deterministic: the same input gives the same text.
+func TestDeterministic(t *testing.T) {
+	for _, f := range kernelFiles(t) {
+		src := readPTX(t, f)
+		a, _, err := guardedLines(t, string(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ {
+			b, _, _ := guardedLines(t, string(src))
+			if a != b {
+				t.Fatalf("%s: two guards of the same module differ", f)
+			}
+		}
+	}
+}

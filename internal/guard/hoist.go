@@ -1,34 +1,49 @@
 package guard
 
-import "github.com/gpuos/gpuos/internal/ptx"
+import (
+	"sort"
+	"strconv"
+	"strings"
 
-// checkRegs returns a hoisted check's predicate and its 0/1 value, creating
-// the registers on first use (an access may come before the definition in
-// the text and still be dominated by it).
-func (r *fnRewriter) checkRegs(c *hcheck) (*ptx.Reg, *ptx.Reg) {
-	if c.ok == nil {
-		c.ok, c.okI = r.p(), r.w()
+	"github.com/gpuos/gpuos/internal/ptx"
+)
+
+// setKey names a set of checks independently of its order.
+func setKey(ks []int) string {
+	s := append([]int(nil), ks...)
+	sort.Ints(s)
+	var b strings.Builder
+	for _, k := range s {
+		b.WriteString(strconv.Itoa(k))
+		b.WriteByte(',')
 	}
-	return c.ok, c.okI
+	return b.String()
 }
 
-// setReg returns the predicate of a segment's set of checks.
-func (r *fnRewriter) setReg(h *hoisted, seg int) *ptx.Reg {
-	ks := h.sets[seg]
-	if len(ks) == 1 {
-		ok, _ := r.checkRegs(&h.checks[ks[0]])
-		return ok
-	}
-	p, ok := h.setPred[seg]
+// setReg returns the predicate of a set of checks, creating the register on
+// first use (an access may come before the definition in the text and still
+// be dominated by it). Segments whose accesses use the same checks share it,
+// which keeps the number of predicates live across a loop small.
+func (r *fnRewriter) setReg(h *hoisted, ks []int) *ptx.Reg {
+	key := setKey(ks)
+	p, ok := h.setPred[key]
 	if !ok {
 		p = r.p()
-		h.setPred[seg] = p
+		h.setPred[key] = p
 	}
 	return p
 }
 
+func (r *fnRewriter) checkInt(c *hcheck) *ptx.Reg {
+	if c.okI == nil {
+		c.okI = r.w()
+	}
+	return c.okI
+}
+
 // hoistCheck emits, right after the register's definition, each of its
-// checks and the AND of each segment's set.
+// checks, and for each set of checks that accesses without a guard of their
+// own use together, their AND.
 func (r *fnRewriter) hoistCheck(h *hoisted) []ptx.Stmt {
 	if h == nil || h.done {
 		return nil
@@ -36,16 +51,15 @@ func (r *fnRewriter) hoistCheck(h *hoisted) []ptx.Stmt {
 	h.done = true
 	var out []ptx.Stmt
 	reg := &ptx.Reg{Name: h.reg}
+	preds := make([]*ptx.Reg, len(h.checks))
 	for i := range h.checks {
 		c := &h.checks[i]
 		r.g.res.Stats.Checked++
-		ok, okI := r.checkRegs(c)
 		acc := access{space: h.space, width: c.width, align: c.align}
 		pc := piece{}
 		var ea ptx.Operand = reg
 		if c.off != 0 {
-			t := r.q()
-			op := "add.s64"
+			t, op := r.q(), "add.s64"
 			if h.bits == 32 {
 				t, op = r.w(), "add.s32"
 			}
@@ -65,51 +79,56 @@ func (r *fnRewriter) hoistCheck(h *hoisted) []ptx.Stmt {
 			r.constCmps(&pc, acc, ea, r.constRange())
 		}
 		out = append(out, pc.pre...)
-		if len(pc.cmps) == 1 {
-			cm := pc.cmps[0]
-			out = append(out, ins("setp."+cm.op+"."+cm.typ, ok, cm.x, cm.y))
-		} else {
-			pre, p := r.conj(pc.cmps, nil)
-			out = append(out, pre...)
-			out = append(out, ins("mov.pred", ok, p))
+		pre, p := r.conj(pc.cmps, nil)
+		out = append(out, pre...)
+		preds[i] = p
+		if h.guarded[i] {
+			out = append(out, ins("selp.u32", r.checkInt(c), imm(1), imm(0), p))
 		}
-		out = append(out, ins("selp.u32", okI, imm(1), imm(0), ok))
 	}
-	for seg, ks := range h.sets {
-		if len(ks) < 2 {
+	done := map[string]bool{}
+	segs := make([]int, 0, len(h.sets))
+	for seg := range h.sets {
+		segs = append(segs, seg)
+	}
+	sort.Ints(segs) // deterministic output
+	for _, seg := range segs {
+		ks := h.sets[seg]
+		key := setKey(ks)
+		if done[key] {
 			continue
 		}
-		p := r.setReg(h, seg)
-		first, _ := r.checkRegs(&h.checks[ks[0]])
-		out = append(out, ins("mov.pred", p, first))
+		done[key] = true
+		p := r.setReg(h, ks)
+		out = append(out, ins("mov.pred", p, preds[ks[0]]))
 		for _, k := range ks[1:] {
-			ok, _ := r.checkRegs(&h.checks[k])
-			out = append(out, ins("and.pred", p, p, ok))
+			out = append(out, ins("and.pred", p, p, preds[k]))
 		}
 	}
 	return out
 }
 
-// hoistedUse predicates an access on its hoisted check. Accesses without a
-// guard of their own record a violation once per segment (for all the
-// segment's accesses of the register); guarded ones each combine the check
-// with their guard and record on their own.
+// hoistedUse predicates an access on its hoisted checks. An access without a
+// guard of its own runs only if every check its straight-line segment uses
+// on this register passed (all of them execute together, so a violation by
+// one suppresses its neighbours too; the session is revoked anyway), and the
+// segment records a violation once. An access with a guard combines its own
+// check with the guard and records on its own.
 func (r *fnRewriter) hoistedUse(in *ptx.Instruction, h *hoisted) []ptx.Stmt {
-	c := &h.checks[h.useCheck[in]]
-	ok, okI := r.checkRegs(c)
 	addr := &ptx.Reg{Name: h.reg}
 	if in.Guard == nil {
 		seg := h.useSeg[in]
+		set := r.setReg(h, h.sets[seg])
 		key := cacheKey{space: h.space, base: h.reg, off: int64(seg), width: -1}
 		var out []ptx.Stmt
 		if _, done := r.cache[key]; !done {
-			set := r.setReg(h, seg)
 			out = append(out, r.record(addr, h.bits == 32, false, &ptx.Guard{Reg: set, Negated: true})...)
 			r.cache[key] = cached{}
 		}
-		in.Guard = &ptx.Guard{Reg: ok}
+		in.Guard = &ptx.Guard{Reg: set}
 		return append(out, in)
 	}
+	okI := r.checkInt(&h.checks[h.useCheck[in]])
 	o, b := r.p(), r.p()
 	out := []ptx.Stmt{setpPair("ne", "u32", o, b, okI, imm(0), in.Guard)}
 	out = append(out, r.record(addr, h.bits == 32, false, &ptx.Guard{Reg: b})...)
