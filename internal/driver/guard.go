@@ -332,18 +332,29 @@ func (s *Session) guardLaunch(k *kernelObj, params []byte) error {
 // checking code the guard cannot rewrite.
 func (s *Session) checkTrustedArgs(k *kernelObj, params []byte) error {
 	lo, hi := s.window.GuardRange()
-	for i, prm := range k.fn.Params() {
+	i, v, ok := outsideArg(params, k.fn.Params(), uint64(lo), uint64(hi), func(a uint64) bool { return s.inGlobal(a, 1) })
+	if ok {
+		return nil
+	}
+	prm := k.fn.Params()[i]
+	return fmt.Errorf("%w: kernel %s argument %d (bytes %d..%d) is %#x, neither 0 nor inside the session's window %#x..%#x "+
+		"(an 8-byte scalar argument is checked like a pointer)", ErrTrustedArgument, k.name, i, prm.Offset, prm.Offset+8, v, uint64(lo), uint64(hi))
+}
+
+// outsideArg finds the first 8-byte argument that is not 0, not in [lo, hi)
+// and not accepted by other; ok is true when there is none.
+func outsideArg(params []byte, layout []backend.Param, lo, hi uint64, other func(uint64) bool) (int, uint64, bool) {
+	for i, prm := range layout {
 		if prm.Size != 8 || int(prm.Offset)+8 > len(params) {
 			continue
 		}
 		v := binary.LittleEndian.Uint64(params[prm.Offset:])
-		if v == 0 || (v >= uint64(lo) && v < uint64(hi)) || s.inGlobal(v, 1) {
+		if v == 0 || (v >= lo && v < hi) || (other != nil && other(v)) {
 			continue
 		}
-		return fmt.Errorf("%w: kernel %s argument %d (bytes %d..%d) is %#x, neither 0 nor inside the session's window %#x..%#x "+
-			"(an 8-byte scalar argument is checked like a pointer)", ErrTrustedArgument, k.name, i, prm.Offset, prm.Offset+8, v, uint64(lo), uint64(hi))
+		return i, v, false
 	}
-	return nil
+	return 0, 0, true
 }
 
 // guardDone is the completion of a launch: for a guarded program, it reads

@@ -1,0 +1,44 @@
+package driver
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/gpuos/gpuos/internal/backend"
+)
+
+func TestOutsideArg(t *testing.T) {
+	const lo, hi = 0x1000_0000, 0x2000_0000
+	layout := []backend.Param{{Offset: 0, Size: 8}, {Offset: 8, Size: 4}, {Offset: 16, Size: 8}}
+	pack := func(a uint64, b uint32, c uint64) []byte {
+		p := make([]byte, 24)
+		binary.LittleEndian.PutUint64(p, a)
+		binary.LittleEndian.PutUint32(p[8:], b)
+		binary.LittleEndian.PutUint64(p[16:], c)
+		return p
+	}
+	global := func(v uint64) bool { return v == 0x9000 }
+	tests := []struct {
+		name    string
+		params  []byte
+		wantOK  bool
+		wantArg int
+	}{
+		{"pointers inside and null", pack(lo, 7, 0), true, 0},
+		{"last byte of the window", pack(hi-1, 0xffffffff, lo+8), true, 0},
+		{"4-byte scalars are not checked", pack(lo, 0xdeadbeef, lo), true, 0},
+		{"a module global the session looked up", pack(0x9000, 0, lo), true, 0},
+		{"pointer past the end", pack(lo, 0, hi), false, 2},
+		{"pointer below", pack(lo-8, 0, lo), false, 0},
+		{"an 8-byte scalar: the false positive", pack(lo, 0, 12345), false, 2},
+		{"short buffer: nothing to read", pack(lo, 0, 12345)[:12], true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			i, _, ok := outsideArg(tt.params, layout, lo, hi, global)
+			if ok != tt.wantOK || (!ok && i != tt.wantArg) {
+				t.Errorf("outsideArg = argument %d, ok %v; want %d, %v", i, ok, tt.wantArg, tt.wantOK)
+			}
+		})
+	}
+}
