@@ -3,6 +3,7 @@
 //	gpuos serve    run the daemon (the manager, which starts one driver per device)
 //	gpuos run      run a CUDA program through gpuos
 //	gpuos ps       list sessions
+//	gpuos top      a live per-tenant view
 //	gpuos audit    show the audit log
 //	gpuos demo     run the whole system on this machine and check the results
 //	gpuos doctor   say which backend gpuos would use, and why
@@ -64,11 +65,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
 			return 2
 		}
-		fmt.Fprintf(stderr, "gpuos %s: %v\n", c.name, err)
+		// An exitCode was already reported (or is a program's own status, for run).
 		var ec exitCode
 		if errors.As(err, &ec) {
 			return int(ec)
 		}
+		fmt.Fprintf(stderr, "gpuos %s: %v\n", c.name, err)
 		return 1
 	}
 	return 0
