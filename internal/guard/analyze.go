@@ -287,12 +287,15 @@ func shadowedRegs(body *ptx.Block) map[string]bool {
 
 // flow is the control-flow graph of a function's flattened instructions.
 type flow struct {
-	block   []int   // instruction → basic block
-	segment []int   // instruction → straight-line segment: basic blocks, also split after calls
-	start   []int   // basic block → first instruction
-	idom    []int   // basic block → immediate dominator (-1 for the entry and unreachable blocks)
-	rpo     []int   // reverse postorder number; -1 when unreachable
-	succ    [][]int // basic block → successors
+	// unresolved: a branch whose target this analysis could not find; then
+	// no dominance is claimed at all.
+	unresolved bool
+	block      []int   // instruction → basic block
+	segment    []int   // instruction → straight-line segment: basic blocks, also split after calls
+	start      []int   // basic block → first instruction
+	idom       []int   // basic block → immediate dominator (-1 for the entry and unreachable blocks)
+	rpo        []int   // reverse postorder number; -1 when unreachable
+	succ       [][]int // basic block → successors
 }
 
 func isJump(in *ptx.Instruction) bool {
@@ -367,22 +370,35 @@ func buildFlow(nodes []flowNode) *flow {
 		add := func(i int) { fl.succ[b] = append(fl.succ[b], fl.block[i]) }
 		switch in.Opcode {
 		case "bra":
-			if s, ok := in.Operands[0].(*ptx.Symbol); ok {
-				if t, ok := target(last, s.Name); ok && t < n {
+			var s *ptx.Symbol
+			ok := len(in.Operands) > 0
+			if ok {
+				s, ok = in.Operands[0].(*ptx.Symbol)
+			}
+			if ok {
+				if t, found := target(last, s.Name); found && t < n {
 					add(t)
+				} else {
+					ok = false
 				}
 			}
+			fl.unresolved = fl.unresolved || !ok
 			fall = fall && in.Guard != nil
 		case "brx":
 			if len(in.Operands) == 2 {
 				if s, ok := in.Operands[1].(*ptx.Symbol); ok {
-					ls, _ := nodes[last].scope.branchTargets(s.Name)
+					ls, found := nodes[last].scope.branchTargets(s.Name)
+					fl.unresolved = fl.unresolved || !found
 					for _, l := range ls {
 						if t, ok := target(last, l); ok && t < n {
 							add(t)
+						} else {
+							fl.unresolved = true
 						}
 					}
 				}
+			} else {
+				fl.unresolved = true
 			}
 			fall = fall && in.Guard != nil
 		case "ret", "exit", "trap", "brkpt":
@@ -478,7 +494,7 @@ func (fl *flow) dominators() {
 // every path from the function's entry to u.
 func (fl *flow) dominates(d, u int) bool {
 	bd, bu := fl.block[d], fl.block[u]
-	if fl.rpo[bu] < 0 || fl.rpo[bd] < 0 {
+	if fl.unresolved || fl.rpo[bu] < 0 || fl.rpo[bd] < 0 {
 		return false
 	}
 	if bd == bu {
