@@ -14,6 +14,7 @@ import (
 	"github.com/gpuos/gpuos/internal/ledger"
 	"github.com/gpuos/gpuos/internal/mem"
 	"github.com/gpuos/gpuos/internal/sched"
+	"github.com/gpuos/gpuos/internal/slice"
 	"github.com/gpuos/gpuos/internal/wire"
 )
 
@@ -347,6 +348,7 @@ func (s *Session) loadProgram(m *v1.LoadProgram) (v1.Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load program: %w", err)
 	}
+	image, slicing := s.d.sliceProgram(image) // slicing.go
 	if err := s.ledger.Charge(ledger.Programs, 1); err != nil {
 		return nil, err
 	}
@@ -356,7 +358,7 @@ func (s *Session) loadProgram(m *v1.LoadProgram) (v1.Message, error) {
 		s.ledger.Refund(ledger.Programs, 1)
 		return nil, fmt.Errorf("load program: %w", err)
 	}
-	p := &programObj{mod: mod, kernels: kernels, name: m.Name, guard: gp}
+	p := &programObj{mod: mod, kernels: kernels, name: m.Name, guard: gp, slicing: slicing}
 	if err := s.bindGuard(p); err != nil {
 		mod.Unload()
 		s.ledger.Refund(ledger.Programs, 1)
@@ -401,11 +403,17 @@ func (s *Session) getKernel(m *v1.GetKernel) (v1.Message, error) {
 	if err != nil {
 		return nil, err
 	}
+	if slice.IsTwin(m.Name) {
+		return nil, fmt.Errorf("kernel %q: %w", m.Name, ErrTwin)
+	}
 	fn, err := p.mod.Function(m.Name)
 	if err != nil {
 		return nil, fmt.Errorf("kernel %q: %w", m.Name, err)
 	}
 	k := &kernelObj{fn: fn, name: m.Name, prog: p}
+	if k.slicing, err = p.slicing.kernel(p.mod, m.Name); err != nil {
+		return nil, err
+	}
 	info := &v1.KernelInfo{}
 	for _, prm := range fn.Params() {
 		info.Params = append(info.Params, v1.ParamInfo{Offset: prm.Offset, Size: prm.Size})
@@ -476,8 +484,10 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch) error {
 	}
 	s.launches.Add(1)
 	s.auditHot(audit.KindLaunch, map[string]any{"kernel": k.name, "grid": m.Grid, "block": m.Block})
-	return s.submit(ctx, &sched.Command{Kind: sched.Compute, Stream: so.st,
-		Issue: func() error { return so.st.Launch(k.fn, cfg, params) }, Done: s.guardDone(k)})
+	c := &sched.Command{Kind: sched.Compute, Stream: so.st,
+		Issue: func() error { return so.st.Launch(k.fn, cfg, params) }, Done: s.guardDone(k)}
+	k.slicing.prepare(c, so.st, cfg, params)
+	return s.submit(ctx, c)
 }
 
 // ---- copies -----------------------------------------------------------------

@@ -26,6 +26,8 @@ type programObj struct {
 	kernels []string
 	name    string
 	guard   *guardedProgram // loaded through the guard, or trusted SASS; nil otherwise (guard.go)
+
+	slicing *programSlicing // its kernels' sliced twins; nil if none (slicing.go)
 }
 
 // kernelObj is a kernel looked up in a program.
@@ -34,6 +36,8 @@ type kernelObj struct {
 	name      string
 	paramSize uint32
 	prog      *programObj
+
+	slicing *kernelSlicing // its sliced twin; nil if none (slicing.go)
 }
 
 // streamObj is a client stream: one backend stream.

@@ -1,0 +1,89 @@
+package driver
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	v1 "github.com/gpuos/gpuos/api/v1"
+	"github.com/gpuos/gpuos/internal/sched"
+	"github.com/gpuos/gpuos/internal/slice"
+)
+
+// TestSlicedLaunchUnderPriority: while a high-class tenant is active, a
+// best-effort tenant's long guarded kernel runs as slices of its twin, and
+// computes exactly what it would have whole. Twins are not visible to clients.
+func TestSlicedLaunchUnderPriority(t *testing.T) {
+	td := newTestDriver(t, 256<<20, Options{Sched: sched.Options{Policy: "priority", SliceTarget: 20 * time.Microsecond}})
+	d := td.d
+	if err := d.sched.SetShare("hp", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.sched.SetShare("be", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassLow, ClassSet: true}); err != nil {
+		t.Fatal(err)
+	}
+	image, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kernels", "vecadd.ptx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(ts *testSession) v1.KernelInfo {
+		var p v1.ProgramLoaded
+		ts.must(&v1.LoadProgram{Image: image, Name: "vecadd.ptx"}, &p)
+		for _, k := range p.Kernels {
+			if slice.IsTwin(k) {
+				t.Errorf("program lists the twin %s", k)
+			}
+		}
+		var bad v1.KernelInfo
+		if err := ts.call(&v1.GetKernel{Program: p.Handle, Name: slice.Twin("vecadd")}, &bad); !errors.Is(err, v1.ErrNotFound) {
+			t.Errorf("GetKernel of the twin: %v, want NotFound", err)
+		}
+		var k v1.KernelInfo
+		ts.must(&v1.GetKernel{Program: p.Handle, Name: "vecadd"}, &k)
+		return k
+	}
+
+	// The high-class tenant is active: it has just submitted work.
+	hp := td.session("hp", 0)
+	hk := load(hp)
+	hbuf := hp.buffer(3*4*256, 0)
+	hp.must(&v1.Launch{Kernel: hk.Handle, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{256, 1, 1},
+		Params: pack(hk, hbuf.Addr, hbuf.Addr+1024, hbuf.Addr+2048, 256)}, nil)
+	hp.must(&v1.Synchronize{}, nil)
+
+	be := td.session("be", 0)
+	k := load(be)
+	const blocks, n = 64, 64 * 256
+	a, b, c := make([]byte, 4*n), make([]byte, 4*n), make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(a[4*i:], math.Float32bits(float32(i)))
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(3*i)+0.5))
+	}
+	buf := be.buffer(uint64(3*4*n), 0)
+	for i, data := range [][]byte{a, b, c} {
+		be.must(&v1.BufferWrite{Buffer: buf.Handle, Offset: uint64(i * 4 * n), Data: data}, nil)
+	}
+	be.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{blocks, 1, 1}, Block: [3]uint32{256, 1, 1},
+		Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}, nil)
+	be.must(&v1.Synchronize{}, nil)
+	var out v1.Data
+	be.must(&v1.BufferRead{Buffer: buf.Handle, Offset: 8 * n, Length: 4 * n}, &out)
+	for i := range n {
+		if got, want := math.Float32frombits(binary.LittleEndian.Uint32(out.Data[4*i:])), float32(i)+float32(3*i)+0.5; got != want {
+			t.Fatalf("c[%d] = %v, want %v", i, got, want)
+		}
+	}
+	for _, ts := range d.sched.Tenants() {
+		if ts.Name == "be" {
+			parts := ts.Engines[sched.EngineCompute].Dispatched
+			t.Logf("best-effort kernel of %d blocks issued in %d parts", blocks, parts)
+			if parts < 2 {
+				t.Errorf("the best-effort kernel was issued in %d part(s): not sliced", parts)
+			}
+		}
+	}
+}
