@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Builds the Go programs bench/sched/run.sh needs on the GPU machine (which
+# has no Go) into .carry/bench-sched/: gpuos with the cuda backend (cgo, for
+# dlopen of libcuda) and schedbench.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+mkdir -p .carry/bench-sched
+CGO_ENABLED=1 go build -o .carry/bench-sched/gpuos ./cmd/gpuos
+go build -o .carry/bench-sched/schedbench ./bench/sched/schedbench
+ls -l .carry/bench-sched

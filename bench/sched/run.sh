@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The scheduling acceptance on a GPU (issue 6), gpuos and native in the same
+# run, ending with one table and PASS/FAIL verdicts:
+#
+#   (a) two tenants weighted 1:3, short vs long kernels, both saturating:
+#       each one's share of GPU time, under the fair and the band policy
+#       (target: within 3% of 25% / 75%);
+#   (b) a high-priority service issuing a small kernel at a fixed rate while
+#       two best-effort tenants saturate the GPU with long kernels: its P99
+#       latency under load vs alone (target <= 1.2x) and the best-effort
+#       throughput vs alone (target >= 70%), through gpuos (priority policy),
+#       and the same three workloads natively as separate processes.
+#
+#   bench/sched/run.sh            (from anywhere; on the GPU machine)
+#
+# Needs nvcc and a GPU, no Go: the Go programs are built beforehand where Go
+# is, with bench/sched/build.sh, into .carry/bench-sched/ (gpuos with the
+# cuda backend, so CGO_ENABLED=1, and schedbench). Environment:
+#   OUT=DIR     results (default /tmp/gpuos-sched-bench)
+#   DUR=S       seconds measured per run (default 10); WARM=S warm-up (default 2)
+#   SMS=N       the GPU's SM count (default 132, an H100 SXM)
+#   ARCH=sm_90  nvcc target for the native baseline
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/gpuos-sched-bench}
+BIN=${BIN:-$PWD/.carry/bench-sched}
+DUR=${DUR:-10}
+WARM=${WARM:-2}
+SMS=${SMS:-132}
+ARCH=${ARCH:-sm_90}
+PTX=$PWD/testdata/kernels/bench.ptx
+
+# Workloads. The service: one block of 32 threads spinning 20 us, every 1 ms.
+HP=(--blocks 1 --threads 32 --ns 20000)
+HP_PERIOD_US=1000
+# Best effort: 20 waves of 128-thread blocks (16 per SM fill it) spinning
+# 50 us each: a ~1 ms kernel whose blocks end at staggered times.
+BE=(--blocks $((SMS * 16 * 20)) --threads 128 --ns 50000 --depth 4)
+# Shares: kernels that fill the GPU (2 blocks of 1024 threads per SM), one
+# wave spinning 200 us (tenant a) or 2 ms (tenant b).
+SHARES=(--blocks $((SMS * 2)) --threads 1024 --ns-short 200000 --ns-long 2000000 --depth 4)
+
+for f in "$BIN/gpuos" "$BIN/schedbench"; do
+	if [[ ! -x $f ]]; then
+		echo "missing $f: where Go is, run bench/sched/build.sh and carry .carry/bench-sched/ here" >&2
+		exit 2
+	fi
+done
+command -v nvcc >/dev/null || { echo "nvcc not found (add /usr/local/cuda/bin to PATH)" >&2; exit 2; }
+rm -rf "$OUT"
+mkdir -p "$OUT"
+echo "results in $OUT; $DUR s measured per run after $WARM s of warm-up"
+
+echo "== native baseline (three processes, no gpuos)"
+nvcc -O2 -arch="$ARCH" -o "$OUT/native" bench/sched/native.cu
+# Concurrent processes measure the same window: from START (set per scenario)
+# for DUR seconds, after starting up and warming up until then.
+start_in() { START=$(date -d "+$1 seconds" +%s.%N); }
+native() { "$OUT/native" "$@" --duration-s "$DUR" --start-at "$START"; }
+hp_native() { native hp "${HP[@]}" --period-us "$HP_PERIOD_US" --label "$1"; }
+be_native() { native be "${BE[@]}" --label "$1"; }
+echo "   service alone";           start_in "$WARM"; hp_native alone > "$OUT/native-hp-alone.json"
+echo "   best effort alone (two)"; start_in "$WARM"; be_native alone > "$OUT/native-be-alone-1.json" & be_native alone > "$OUT/native-be-alone-2.json"; wait
+echo "   all three";               start_in "$WARM"
+be_native mixed > "$OUT/native-be-mixed-1.json" & be_native mixed > "$OUT/native-be-mixed-2.json" & hp_native mixed > "$OUT/native-hp-mixed.json"
+wait
+
+echo "== gpuos (cuda backend)"
+export GPUOS_SOCKET=$OUT/gpuos.sock
+"$BIN/gpuos" serve --backend cuda --config bench/sched/sched.yaml --socket "$GPUOS_SOCKET" --audit "$OUT/audit.jsonl" > "$OUT/serve.log" 2>&1 &
+SERVE=$!
+trap 'kill $SERVE 2>/dev/null || true; wait $SERVE 2>/dev/null || true' EXIT
+for i in $(seq 1 100); do
+	GPUOS_TOKEN=hp "$BIN/gpuos" policy list > /dev/null 2>&1 && break
+	kill -0 $SERVE 2>/dev/null || { echo "gpuos serve exited:"; cat "$OUT/serve.log"; exit 1; }
+	sleep 0.2
+done
+gp() { GPUOS_TOKEN=hp "$BIN/gpuos" "$@"; }
+sb() { local tok=$1; shift; GPUOS_TOKEN=$tok "$BIN/schedbench" "$@" --ptx "$PTX" --duration "${DUR}s" --start-at "$START"; }
+gp policy list | tee "$OUT/policies.txt"
+gp policy use priority
+hp_gpuos() { sb hp hp "${HP[@]}" --period "${HP_PERIOD_US}us" --label "$1"; }
+be_gpuos() { sb "$1" be "${BE[@]}" --label "$2"; }
+echo "   service alone";           start_in "$WARM"; hp_gpuos alone > "$OUT/gpuos-hp-alone.json"
+echo "   best effort alone (two)"; start_in "$WARM"; be_gpuos be1 alone > "$OUT/gpuos-be-alone-1.json" & be_gpuos be2 alone > "$OUT/gpuos-be-alone-2.json"; wait
+echo "   all three (priority policy)"; start_in "$WARM"
+be_gpuos be1 mixed > "$OUT/gpuos-be-mixed-1.json" & be_gpuos be2 mixed > "$OUT/gpuos-be-mixed-2.json" & hp_gpuos mixed > "$OUT/gpuos-hp-mixed.json"
+wait
+gp ps --tenants | tee "$OUT/tenants-after-latency.txt"
+for pol in fair band; do
+	echo "   shares 1:3 under $pol"
+	gp policy use "$pol"
+	start_in "$((WARM + 3))" # two sessions, two calibrations first
+	sb a shares --tokens a,b --weights 1,3 "${SHARES[@]}" --label "$pol" > "$OUT/gpuos-shares-$pol.json"
+done
+gp policy tenants | tee "$OUT/tenants.txt"
+kill $SERVE; wait $SERVE 2>/dev/null || true
+trap - EXIT
+
+echo
+"$BIN/schedbench" report "$OUT" | tee "$OUT/report.txt"

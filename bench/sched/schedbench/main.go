@@ -1,0 +1,413 @@
+// Command schedbench is the gpuos side of the scheduling acceptance on a GPU
+// (bench/sched/run.sh drives it; see bench/sched/README.md). Each run prints
+// one JSON line, the same shape as bench/sched/native.cu prints for the
+// native baseline, and "schedbench report DIR" turns a directory of them into
+// the table.
+//
+//	schedbench hp     --token T --period 1ms --ns 20000      a high-priority service: one small kernel per period, waited for
+//	schedbench be     --token T --blocks N --threads N --ns N a best-effort tenant saturating the GPU with long kernels
+//	schedbench shares --tokens a,b --weights 1,3 ...         two tenants with short and long kernels, both saturating
+//	schedbench report DIR                                    the table, with verdicts
+//
+// The kernel is spin(ns, done) of testdata/kernels/bench.ptx: every block
+// spins on %globaltimer for ns nanoseconds.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "github.com/gpuos/gpuos/api/v1"
+	"github.com/gpuos/gpuos/client"
+	"github.com/gpuos/gpuos/internal/wire"
+)
+
+// Result is one run's outcome; fields not measured by a mode are zero.
+type Result struct {
+	Mode  string `json:"mode"`  // hp, be, shares
+	Stack string `json:"stack"` // gpuos or native
+	Label string `json:"label,omitempty"`
+
+	// hp
+	Samples int     `json:"samples,omitempty"`
+	P50us   float64 `json:"p50_us,omitempty"`
+	P99us   float64 `json:"p99_us,omitempty"`
+	MaxUs   float64 `json:"max_us,omitempty"`
+	MeanUs  float64 `json:"mean_us,omitempty"`
+
+	// be
+	Kernels       int     `json:"kernels,omitempty"`
+	KernelsPerSec float64 `json:"kernels_per_s,omitempty"`
+	KernelUs      float64 `json:"kernel_us,omitempty"` // one kernel alone, measured with events
+
+	// shares
+	Tenants []ShareResult `json:"tenants,omitempty"`
+}
+
+// ShareResult is one tenant of a shares run.
+type ShareResult struct {
+	Tenant   string  `json:"tenant"`
+	Weight   int     `json:"weight"`
+	Kernels  int     `json:"kernels"`
+	KernelUs float64 `json:"kernel_us"` // GPU time of one kernel alone, measured with events
+	Share    float64 `json:"share"`     // of the GPU time both used in the window
+	Target   float64 `json:"target"`
+	Daemon   float64 `json:"daemon_share"` // the daemon's own accounting over the run
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: schedbench hp|be|shares|report [flags] (see the package doc)")
+		os.Exit(2)
+	}
+	ctx := context.Background()
+	var err error
+	switch mode := os.Args[1]; mode {
+	case "hp", "be", "shares":
+		err = runMode(ctx, mode, os.Args[2:])
+	case "report":
+		if len(os.Args) != 3 {
+			err = errors.New("usage: schedbench report DIR")
+		} else {
+			err = report(os.Args[2], os.Stdout)
+		}
+	default:
+		err = fmt.Errorf("unknown mode %q", mode)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "schedbench:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	socket, ptxPath, token, tokens, weights, label string
+	duration, warmup, period                       time.Duration
+	from                                           time.Time // when measuring starts
+	ns, nsShort, nsLong                            uint64
+	blocks, threads, depth                         int
+}
+
+func runMode(ctx context.Context, mode string, args []string) error {
+	var o options
+	fs := flag.NewFlagSet("schedbench "+mode, flag.ExitOnError)
+	fs.StringVar(&o.socket, "socket", os.Getenv("GPUOS_SOCKET"), "the daemon's socket")
+	fs.StringVar(&o.ptxPath, "ptx", "testdata/kernels/bench.ptx", "PTX holding spin(ns, done)")
+	fs.StringVar(&o.token, "token", os.Getenv("GPUOS_TOKEN"), "tenant token (hp, be)")
+	fs.StringVar(&o.tokens, "tokens", "a,b", "tenant tokens (shares): the first gets short kernels, the second long ones")
+	fs.StringVar(&o.weights, "weights", "1,3", "the tenants' configured weights (shares), for the target")
+	fs.StringVar(&o.label, "label", "", "a label copied into the result")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long to measure")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "how long to run before measuring")
+	startAt := fs.Float64("start-at", 0, "measure from this wall-clock time (unix seconds) instead of after --warmup, so that processes measure the same window")
+	fs.DurationVar(&o.period, "period", time.Millisecond, "hp: one kernel per period")
+	fs.Uint64Var(&o.ns, "ns", 20000, "hp, be: each block spins this many ns")
+	fs.Uint64Var(&o.nsShort, "ns-short", 200000, "shares: the first tenant's kernels (ns per block)")
+	fs.Uint64Var(&o.nsLong, "ns-long", 2000000, "shares: the second tenant's kernels (ns per block)")
+	fs.IntVar(&o.blocks, "blocks", 1, "blocks per kernel (hp: 1; be: many waves; shares: enough to fill the GPU)")
+	fs.IntVar(&o.threads, "threads", 32, "threads per block")
+	fs.IntVar(&o.depth, "depth", 4, "be, shares: kernels per batch; a batch is always queued behind the one running")
+	fs.Parse(args)
+	o.from = time.Now().Add(o.warmup)
+	if *startAt > 0 {
+		o.from = time.Unix(0, int64(*startAt*1e9))
+	}
+	image, err := os.ReadFile(o.ptxPath)
+	if err != nil {
+		return err
+	}
+	var r *Result
+	switch mode {
+	case "hp":
+		r, err = runHP(ctx, o, image)
+	case "be":
+		r, err = runBE(ctx, o, image)
+	case "shares":
+		r, err = runShares(ctx, o, image)
+	}
+	if err != nil {
+		return err
+	}
+	r.Mode, r.Stack, r.Label = mode, "gpuos", o.label
+	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+// tenant is one session running the spin kernel.
+type tenant struct {
+	c    *client.Client
+	s    *client.Session
+	k    *client.Kernel
+	done *client.Buffer
+	st   *client.Stream
+}
+
+func open(ctx context.Context, o options, token, label string, image []byte) (*tenant, error) {
+	c, err := client.Dial(ctx, client.Options{Socket: o.socket, Token: token, Program: "schedbench"})
+	if err != nil {
+		return nil, err
+	}
+	s, err := c.OpenSession(ctx, client.SessionOptions{Label: label})
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.LoadProgram(ctx, image, "bench.ptx")
+	if err != nil {
+		return nil, err
+	}
+	k, err := p.Kernel(ctx, "spin")
+	if err != nil {
+		return nil, err
+	}
+	done, err := s.CreateBuffer(ctx, 4096)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.CreateStream(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &tenant{c: c, s: s, k: k, done: done, st: st}, nil
+}
+
+func (t *tenant) launch(blocks, threads int, ns uint64) error {
+	return t.s.Launch(t.k, client.LaunchConfig{Grid: client.Dim3{X: uint32(blocks)}, Block: client.Dim3{X: uint32(threads)}, Stream: t.st},
+		ns, t.done)
+}
+
+// timeOne measures one kernel's GPU time alone, with fences.
+func (t *tenant) timeOne(ctx context.Context, blocks, threads int, ns uint64) (time.Duration, error) {
+	best := time.Duration(1 << 62)
+	for range 3 {
+		a, err := t.s.Record(ctx, t.st)
+		if err != nil {
+			return 0, err
+		}
+		if err := t.launch(blocks, threads, ns); err != nil {
+			return 0, err
+		}
+		b, err := t.s.Record(ctx, t.st)
+		if err != nil {
+			return 0, err
+		}
+		if err := b.Wait(ctx, 0); err != nil {
+			return 0, err
+		}
+		d, err := client.Elapsed(ctx, a, b)
+		if err != nil {
+			return 0, err
+		}
+		best = min(best, d)
+		a.Close()
+		b.Close()
+	}
+	return best, nil
+}
+
+func runHP(ctx context.Context, o options, image []byte) (*Result, error) {
+	t, err := open(ctx, o, o.token, "hp", image)
+	if err != nil {
+		return nil, err
+	}
+	var lat []time.Duration
+	next := time.Now()
+	for end := o.from.Add(o.duration); time.Now().Before(end); {
+		if d := time.Until(next); d > 0 {
+			time.Sleep(d)
+		}
+		next = next.Add(o.period)
+		t0 := time.Now()
+		if err := t.launch(o.blocks, o.threads, o.ns); err != nil {
+			return nil, err
+		}
+		if err := t.st.Synchronize(ctx); err != nil {
+			return nil, err
+		}
+		if d := time.Since(t0); !t0.Before(o.from) {
+			lat = append(lat, d)
+		}
+	}
+	return latencyResult(lat), nil
+}
+
+func latencyResult(lat []time.Duration) *Result {
+	r := &Result{Samples: len(lat)}
+	if len(lat) == 0 {
+		return r
+	}
+	slices.Sort(lat)
+	var sum time.Duration
+	for _, d := range lat {
+		sum += d
+	}
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	r.P50us, r.P99us, r.MaxUs = us(lat[len(lat)/2]), us(lat[len(lat)*99/100]), us(lat[len(lat)-1])
+	r.MeanUs = us(sum / time.Duration(len(lat)))
+	return r
+}
+
+func runBE(ctx context.Context, o options, image []byte) (*Result, error) {
+	t, err := open(ctx, o, o.token, "be", image)
+	if err != nil {
+		return nil, err
+	}
+	one, err := t.timeOne(ctx, o.blocks, o.threads, o.ns)
+	if err != nil {
+		return nil, err
+	}
+	n, elapsed, err := saturate(ctx, t, o.blocks, o.threads, o.ns, o.depth, o.from, o.duration)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Kernels: n, KernelsPerSec: float64(n) / elapsed.Seconds(), KernelUs: float64(one.Nanoseconds()) / 1e3}, nil
+}
+
+// saturate keeps the tenant's queue full — batches of depth kernels, each
+// followed by a fence, the next batch launched before waiting for the
+// previous one's fence — and counts the kernels whose batch completed in
+// [from, from+duration): the first batch ending after from starts the count,
+// the first ending after from+duration stops it.
+func saturate(ctx context.Context, t *tenant, blocks, threads int, ns uint64, depth int, from time.Time, duration time.Duration) (int, time.Duration, error) {
+	var n int
+	var measured time.Time
+	var pending []*client.Fence
+	defer func() {
+		for _, f := range pending {
+			f.Wait(ctx, 0)
+			f.Close()
+		}
+	}()
+	for {
+		for range depth {
+			if err := t.launch(blocks, threads, ns); err != nil {
+				return 0, 0, err
+			}
+		}
+		f, err := t.s.Record(ctx, t.st)
+		if err != nil {
+			return 0, 0, err
+		}
+		pending = append(pending, f)
+		if len(pending) < 2 {
+			continue
+		}
+		if err := pending[0].Wait(ctx, 0); err != nil {
+			return 0, 0, err
+		}
+		pending[0].Close()
+		pending = pending[1:]
+		now := time.Now()
+		switch {
+		case now.Before(from):
+		case measured.IsZero():
+			measured = now
+		default:
+			n += depth
+		}
+		if !measured.IsZero() && now.Sub(measured) >= duration {
+			return n, now.Sub(measured), nil
+		}
+	}
+}
+
+func runShares(ctx context.Context, o options, image []byte) (*Result, error) {
+	tokens := strings.Split(o.tokens, ",")
+	var weights []int
+	for _, w := range strings.Split(o.weights, ",") {
+		var n int
+		fmt.Sscan(w, &n)
+		weights = append(weights, max(n, 1))
+	}
+	if len(tokens) != 2 || len(weights) != 2 {
+		return nil, errors.New("shares: --tokens and --weights name two tenants")
+	}
+	nss := []uint64{o.nsShort, o.nsLong}
+	ts := make([]*tenant, 2)
+	r := &Result{Tenants: make([]ShareResult, 2)}
+	for i := range ts {
+		t, err := open(ctx, o, tokens[i], "shares", image)
+		if err != nil {
+			return nil, err
+		}
+		ts[i] = t
+		one, err := t.timeOne(ctx, o.blocks, o.threads, nss[i])
+		if err != nil {
+			return nil, err
+		}
+		r.Tenants[i] = ShareResult{Tenant: tokens[i], Weight: weights[i], KernelUs: float64(one.Nanoseconds()) / 1e3,
+			Target: float64(weights[i]) / float64(weights[0]+weights[1])}
+	}
+	before, derr := daemonUsage(ctx, o, tokens)
+	type out struct {
+		i, n int
+		err  error
+	}
+	res := make(chan out, 2)
+	for i, t := range ts {
+		go func() {
+			n, _, err := saturate(ctx, t, o.blocks, o.threads, nss[i], o.depth, o.from, o.duration)
+			res <- out{i, n, err}
+		}()
+	}
+	for range ts {
+		x := <-res
+		if x.err != nil {
+			return nil, x.err
+		}
+		r.Tenants[x.i].Kernels = x.n
+	}
+	var total float64
+	for _, t := range r.Tenants {
+		total += float64(t.Kernels) * t.KernelUs
+	}
+	for i := range r.Tenants {
+		if total > 0 {
+			r.Tenants[i].Share = float64(r.Tenants[i].Kernels) * r.Tenants[i].KernelUs / total
+		}
+	}
+	// The daemon's view: GPU time charged to each tenant during the run
+	// (warmup and ramp included). Tenant names are the tokens in sched.yaml.
+	if after, err := daemonUsage(ctx, o, tokens); err == nil && derr == nil {
+		var sum float64
+		used := make([]float64, 2)
+		for i, tok := range tokens {
+			used[i] = float64(after[tok] - before[tok])
+			sum += used[i]
+		}
+		for i := range used {
+			if sum > 0 {
+				r.Tenants[i].Daemon = used[i] / sum
+			}
+		}
+	}
+	return r, nil
+}
+
+// daemonUsage reads each tenant's GPU time from the daemon (gpuos's own
+// accounting, for comparison).
+func daemonUsage(ctx context.Context, o options, tokens []string) (map[string]uint64, error) {
+	conn, err := wire.Dial(ctx, o.socket)
+	if err != nil {
+		return nil, err
+	}
+	mgr := wire.NewClient(conn)
+	defer mgr.Close()
+	if err := mgr.Call(ctx, v1.NewHello(v1.RoleClient, tokens[0], "schedbench"), nil); err != nil {
+		return nil, err
+	}
+	var ts v1.Tenants
+	if err := mgr.Call(ctx, &v1.TenantStats{}, &ts); err != nil {
+		return nil, err
+	}
+	out := map[string]uint64{}
+	for _, t := range ts.Tenants {
+		out[t.Name] += t.GPUTimeNs
+	}
+	return out, nil
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+)
+
+// Acceptance targets (issue 6).
+const (
+	maxShareError   = 0.03 // |share - target|, per tenant
+	maxP99Ratio     = 1.2  // high-priority P99 with contention / alone, through gpuos
+	minBEThroughput = 0.70 // best-effort throughput with the service / alone, through gpuos
+)
+
+// load reads the last JSON line of DIR/name.json, or nil if there is none.
+func load(dir, name string) *Result {
+	f, err := os.Open(filepath.Join(dir, name+".json"))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var r *Result
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var x Result
+		if json.Unmarshal(sc.Bytes(), &x) == nil && x.Mode != "" {
+			r = &x
+		}
+	}
+	return r
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// report prints the acceptance table from the results run.sh left in dir.
+func report(dir string, w io.Writer) error {
+	fmt.Fprintf(w, "gpuos scheduling acceptance — results in %s\n\n", dir)
+	fails := 0
+
+	fmt.Fprintln(w, "(a) two tenants weighted 1:3, short kernels (first) vs long kernels (second), both saturating;")
+	fmt.Fprintln(w, "    share = kernels completed x one kernel's GPU time (measured alone with events), over both tenants")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\ttenant\tweight\tkernel us\tkernels\tshare\ttarget\terror\tdaemon's view\tverdict (<= 3%)\t")
+	for _, pol := range []string{"fair", "band"} {
+		r := load(dir, "gpuos-shares-"+pol)
+		if r == nil || len(r.Tenants) != 2 {
+			fmt.Fprintf(tw, "%s\t(not run)\t\t\t\t\t\t\t\t\t\n", pol)
+			fails++
+			continue
+		}
+		for _, t := range r.Tenants {
+			e := math.Abs(t.Share - t.Target)
+			ok := e <= maxShareError
+			if !ok {
+				fails++
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%d\t%.2f%%\t%.2f%%\t%.2f%%\t%.2f%%\t%s\t\n", pol, t.Tenant, t.Weight, t.KernelUs, t.Kernels,
+				100*t.Share, 100*t.Target, 100*e, 100*t.Daemon, verdict(ok))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "    (Gdev's BAND kept two virtual GPUs within 7% of their shares.)")
+	fmt.Fprintln(w)
+
+	fmt.Fprintln(w, "(b) a high-priority service (small kernel at a fixed rate, each waited for) while two best-effort")
+	fmt.Fprintln(w, "    tenants saturate the GPU with long kernels; latency = launch to synchronize returning")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "stack\tscenario\tsamples\tP50 us\tP99 us\tmax us\tbest-effort kernels/s\t")
+	type row struct{ hp, be1, be2 *Result }
+	get := func(stack, scen string) row {
+		return row{load(dir, stack+"-hp-"+scen), load(dir, stack+"-be-"+scen+"-1"), load(dir, stack+"-be-"+scen+"-2")}
+	}
+	beRate := func(r row) float64 {
+		var s float64
+		for _, b := range []*Result{r.be1, r.be2} {
+			if b != nil {
+				s += b.KernelsPerSec
+			}
+		}
+		return s
+	}
+	rows := map[string]row{}
+	for _, stack := range []string{"native", "gpuos"} {
+		for _, scen := range []string{"alone", "mixed"} {
+			r := get(stack, scen)
+			rows[stack+"-"+scen] = r
+			hp := "\t(not run)\t\t\t"
+			if r.hp != nil {
+				hp = fmt.Sprintf("\t%d\t%.1f\t%.1f\t%.1f", r.hp.Samples, r.hp.P50us, r.hp.P99us, r.hp.MaxUs)
+			}
+			be := "-"
+			if r.be1 != nil || r.be2 != nil {
+				be = fmt.Sprintf("%.1f", beRate(r))
+			}
+			what := map[string]string{"alone": "each alone", "mixed": "all three at once"}[scen]
+			fmt.Fprintf(tw, "%s\t%s%s\t%s\t\n", stack, what, hp, be)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	ga, gm := rows["gpuos-alone"], rows["gpuos-mixed"]
+	na, nm := rows["native-alone"], rows["native-mixed"]
+	if ga.hp != nil && gm.hp != nil && ga.hp.P99us > 0 {
+		x := gm.hp.P99us / ga.hp.P99us
+		ok := x <= maxP99Ratio
+		if !ok {
+			fails++
+		}
+		fmt.Fprintf(w, "gpuos: high-priority P99 with the best-effort load / alone = %.2f (target <= %.1f)  %s\n", x, maxP99Ratio, verdict(ok))
+	} else {
+		fails++
+		fmt.Fprintln(w, "gpuos: high-priority P99 ratio: missing results  FAIL")
+	}
+	if a, m := beRate(ga), beRate(gm); a > 0 && m > 0 {
+		x := m / a
+		ok := x >= minBEThroughput
+		if !ok {
+			fails++
+		}
+		fmt.Fprintf(w, "gpuos: best-effort throughput with the service / alone = %.2f (target >= %.2f)  %s\n", x, minBEThroughput, verdict(ok))
+	} else {
+		fails++
+		fmt.Fprintln(w, "gpuos: best-effort throughput ratio: missing results  FAIL")
+	}
+	if na.hp != nil && nm.hp != nil && na.hp.P99us > 0 {
+		fmt.Fprintf(w, "native baseline: high-priority P99 with the best-effort load / alone = %.2f (three processes, time-sliced contexts)\n", nm.hp.P99us/na.hp.P99us)
+		if gm.hp != nil && gm.hp.P99us > 0 {
+			fmt.Fprintf(w, "native P99 under load / gpuos P99 under load = %.2f\n", nm.hp.P99us/gm.hp.P99us)
+		}
+	}
+	if a, m := beRate(na), beRate(nm); a > 0 && m > 0 {
+		fmt.Fprintf(w, "native baseline: best-effort throughput with the service / alone = %.2f\n", m/a)
+	}
+	fmt.Fprintln(w)
+	if fails > 0 {
+		fmt.Fprintf(w, "%d check(s) failed or did not run\n", fails)
+		return fmt.Errorf("%d check(s) failed", fails)
+	}
+	fmt.Fprintln(w, "all checks passed")
+	return nil
+}
