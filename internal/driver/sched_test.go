@@ -1,0 +1,103 @@
+package driver
+
+import (
+	"testing"
+
+	v1 "github.com/gpuos/gpuos/api/v1"
+	"github.com/gpuos/gpuos/internal/backend"
+	"github.com/gpuos/gpuos/internal/backend/sim"
+	"github.com/gpuos/gpuos/internal/sched"
+)
+
+func simPriority(t *testing.T, st backend.Stream) int {
+	t.Helper()
+	if w, ok := st.(*watchStream); ok {
+		st = w.Stream
+	}
+	s, ok := st.(*sim.Stream)
+	if !ok {
+		t.Fatalf("stream %T is not the sim's", st)
+	}
+	return s.Priority()
+}
+
+// TestStreamPrioritiesFollowClass: a high-class tenant's streams get the
+// device's greatest priority whatever they ask, a low-class tenant's the
+// least, a normal one's what it asks short of the greatest.
+func TestStreamPrioritiesFollowClass(t *testing.T) {
+	td := newTestDriver(t, 64<<20, Options{})
+	for _, tc := range []struct {
+		tenant      string
+		class       sched.Class
+		ask         int32
+		def, stream int
+	}{
+		{"high", sched.ClassHigh, 0, sim.GreatestStreamPriority, sim.GreatestStreamPriority},
+		{"low", sched.ClassLow, -5, sim.LeastStreamPriority, sim.LeastStreamPriority},
+		{"normal", sched.ClassNormal, -5, 0, sim.GreatestStreamPriority + 1},
+		{"normal2", sched.ClassNormal, -2, 0, -2},
+	} {
+		if err := td.d.sched.SetShare(tc.tenant, sched.Share{Compute: 1, Copy: 1, Class: tc.class, ClassSet: true}); err != nil {
+			t.Fatal(err)
+		}
+		ts := td.session(tc.tenant, 0)
+		if p := simPriority(t, ts.s.stream.st); p != tc.def {
+			t.Errorf("%s: default stream priority %d, want %d", tc.tenant, p, tc.def)
+		}
+		var sc v1.StreamCreated
+		ts.must(&v1.CreateStream{Priority: tc.ask}, &sc)
+		obj, err := ts.s.streamOf(sc.Handle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := simPriority(t, obj.st); p != tc.stream {
+			t.Errorf("%s: stream asked at %d got %d, want %d", tc.tenant, tc.ask, p, tc.stream)
+		}
+	}
+}
+
+// TestSetShareControl: SetShare changes only the fields it names and checks
+// their values; TenantStats reports the result.
+func TestSetShareControl(t *testing.T) {
+	td := newTestDriver(t, 64<<20, Options{})
+	d := td.d
+	must := func(m *v1.SetShare) {
+		t.Helper()
+		if _, ok, err := d.schedControl(m); !ok || err != nil {
+			t.Fatalf("%+v: %v", m, err)
+		}
+	}
+	must(&v1.SetShare{Tenant: "x", Fields: v1.ShareCompute | v1.ShareCopy, Compute: 4, Copy: 2})
+	must(&v1.SetShare{Tenant: "x", Fields: v1.ShareClass, Class: 1})
+	sh, _ := d.sched.Share("x")
+	if sh.Compute != 4 || sh.Copy != 2 || sh.Class != sched.ClassHigh || !sh.ClassSet {
+		t.Errorf("share %+v", sh)
+	}
+	for _, bad := range []*v1.SetShare{
+		{Tenant: "", Fields: v1.ShareCompute, Compute: 1},
+		{Tenant: "x", Fields: v1.ShareCompute, Compute: 0},
+		{Tenant: "x", Fields: v1.ShareCopy, Copy: 1 << 21},
+		{Tenant: "x", Fields: v1.ShareClass, Class: 2},
+	} {
+		if _, _, err := d.schedControl(bad); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+	reply, _, _ := d.schedControl(&v1.TenantStats{})
+	var found bool
+	for _, s := range reply.(*v1.Tenants).Tenants {
+		if s.Name == "x" {
+			found = s.Compute == 4 && s.Copy == 2 && s.Class == 1 && s.ClassSet
+		}
+	}
+	if !found {
+		t.Errorf("TenantStats does not show x as set: %+v", reply)
+	}
+	reply, _, _ = d.schedControl(&v1.PolicyList{})
+	if p := reply.(*v1.Policies); p.Active != "fair" || p.Fallback != "fair" || len(p.Policies) != 4 {
+		t.Errorf("PolicyList %+v", p)
+	}
+	if _, _, err := d.schedControl(&v1.PolicyUse{Name: "priority"}); err != nil || d.sched.Active() != "priority" {
+		t.Errorf("PolicyUse priority: %v, active %s", err, d.sched.Active())
+	}
+}
