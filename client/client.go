@@ -26,6 +26,11 @@ type Options struct {
 	Token   string // credential for a token tenant; default $GPUOS_TOKEN
 	Tenant  string // tenant to act as; default $GPUOS_TENANT, else the first that admits this client
 	Program string // this program's name, for ps and the audit log; default os.Args[0]
+	// Transport is how sessions reach their driver: TransportRing (the
+	// default) or TransportSocket; default $GPUOS_TRANSPORT. A session that
+	// cannot get rings uses its socket.
+	Transport string
+	HotPath   HotPath // tuning of the ring transport
 }
 
 func (o Options) withEnv() Options {
@@ -148,6 +153,11 @@ func (c *Client) OpenSession(ctx context.Context, opts SessionOptions) (*Session
 		rpc.Close()
 		return nil, fmt.Errorf("open session: hello to driver: %w", err)
 	}
-	return &Session{rpc: rpc, id: so.SessionID, tenant: so.Tenant, rights: so.Rights,
-		windowBase: so.WindowBase, windowSize: so.WindowSize, quota: so.MemoryQuota}, nil
+	s := &Session{rpc: rpc, id: so.SessionID, tenant: so.Tenant, rights: so.Rights,
+		windowBase: so.WindowBase, windowSize: so.WindowSize, quota: so.MemoryQuota}
+	if err := s.startHotPath(ctx, c.opts); err != nil {
+		rpc.Close()
+		return nil, fmt.Errorf("open session: %w", err)
+	}
+	return s, nil
 }

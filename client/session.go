@@ -25,6 +25,7 @@ type Session struct {
 	windowSize uint64
 	quota      uint64
 	closed     atomic.Bool
+	hot        *hotSession // rings and staging (hotpath.go)
 }
 
 // ID returns the session's id, as ps shows it.
@@ -163,6 +164,12 @@ func (b *Buffer) Revoke(ctx context.Context) error { return b.s.revoke(ctx, b.ha
 
 // Write copies data to the buffer at off and waits for it to land.
 func (b *Buffer) Write(ctx context.Context, off uint64, data []byte) error {
+	if g := b.s.staging(ctx, len(data)); g != nil {
+		if err := b.s.stagedCopy(ctx, g, v1.DirHtoD, b.At(off), data, nil, true); err != nil {
+			return fmt.Errorf("write buffer: %w", err)
+		}
+		return nil
+	}
 	for len(data) > 0 {
 		n := min(len(data), chunk)
 		if err := b.s.call(ctx, &v1.BufferWrite{Buffer: b.handle, Offset: off, Data: data[:n]}, nil); err != nil {
@@ -175,6 +182,12 @@ func (b *Buffer) Write(ctx context.Context, off uint64, data []byte) error {
 
 // Read fills out from the buffer at off.
 func (b *Buffer) Read(ctx context.Context, off uint64, out []byte) error {
+	if g := b.s.staging(ctx, len(out)); g != nil {
+		if err := b.s.stagedCopy(ctx, g, v1.DirDtoH, b.At(off), out, nil, true); err != nil {
+			return fmt.Errorf("read buffer: %w", err)
+		}
+		return nil
+	}
 	for len(out) > 0 {
 		n := min(len(out), chunk)
 		var r v1.Data
@@ -217,6 +230,12 @@ func streamHandle(st *Stream) uint64 {
 // CopyToDevice copies src to dst on a stream (nil: the default stream) and
 // returns once the daemon has it; the copy itself completes in stream order.
 func (s *Session) CopyToDevice(dst Ref, src []byte, st *Stream) error {
+	if g := s.staging(context.Background(), len(src)); g != nil {
+		if err := s.stagedCopy(context.Background(), g, v1.DirHtoD, dst, src, st, false); err != nil {
+			return fmt.Errorf("copy to device: %w", err)
+		}
+		return nil
+	}
 	for off := 0; off < len(src); off += chunk {
 		n := min(len(src)-off, chunk)
 		err := s.rpc.Send(&v1.Memcpy{Stream: streamHandle(st), Dir: v1.DirHtoD, Dst: dst.wire(uint64(off)), Size: uint64(n), Data: src[off : off+n]})
@@ -230,6 +249,12 @@ func (s *Session) CopyToDevice(dst Ref, src []byte, st *Stream) error {
 // CopyFromDevice copies from src into dst once the stream's earlier work is
 // done, and waits for it.
 func (s *Session) CopyFromDevice(ctx context.Context, dst []byte, src Ref, st *Stream) error {
+	if g := s.staging(ctx, len(dst)); g != nil {
+		if err := s.stagedCopy(ctx, g, v1.DirDtoH, src, dst, st, true); err != nil {
+			return fmt.Errorf("copy from device: %w", err)
+		}
+		return nil
+	}
 	for off := 0; off < len(dst); off += chunk {
 		n := min(len(dst)-off, chunk)
 		var r v1.Data

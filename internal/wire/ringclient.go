@@ -288,13 +288,19 @@ func (cl *Client) drainReplies(r *clientRings) {
 	r.pass()
 }
 
+// Answered reports whether Wait got the peer's reply (success or error), as
+// opposed to giving up (its context ended, the connection broke): only then
+// is it known whether the request was carried out.
+func (c *Call) Answered() bool { return c.answered }
+
 // Call is a request in flight, from Start.
 type Call struct {
-	cl   *Client
-	req  v1.Message
-	want v1.Type
-	id   uint64
-	ch   chan Frame
+	cl       *Client
+	req      v1.Message
+	want     v1.Type
+	id       uint64
+	ch       chan Frame
+	answered bool
 }
 
 // Start sends req and returns without waiting for its reply: Wait collects
@@ -334,6 +340,7 @@ func (c *Call) Wait(ctx context.Context, reply v1.Message) error {
 	if err != nil {
 		return err
 	}
+	c.answered = true
 	fds, err := c.cl.finish(c.req, f, c.want, reply)
 	closeFDs(fds)
 	return err

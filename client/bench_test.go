@@ -1,0 +1,160 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/gpuos/gpuos/client"
+	"github.com/gpuos/gpuos/internal/testenv"
+)
+
+// The hot path's benchmarks, each on both transports. On the software GPU
+// they measure gpuos's own overhead (the sim's device work is fast and
+// deterministic); the figures that count come from the lent GPU.
+
+var transports = []string{client.TransportSocket, client.TransportRing}
+
+type benchSession struct {
+	s     *client.Session
+	empty *client.Kernel
+}
+
+func benchSetup(b *testing.B, env *testenv.Env, o client.Options) benchSession {
+	b.Helper()
+	s := env.Session(b, env.Dial(b, o), client.SessionOptions{Label: "bench"})
+	ptx, err := os.ReadFile("../testdata/kernels/bench.ptx")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := context.Background()
+	p, err := s.LoadProgram(c, ptx, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	k, err := p.Kernel(c, "empty")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return benchSession{s: s, empty: k}
+}
+
+var one = client.LaunchConfig{Grid: client.Dim3{X: 1}, Block: client.Dim3{X: 1}}
+
+// BenchmarkAsyncLaunch: empty kernels launched back to back, then one
+// synchronize: launches/s as the client sees them.
+func BenchmarkAsyncLaunch(b *testing.B) {
+	env := testenv.Start(b, testenv.Options{})
+	for _, tr := range transports {
+		b.Run(tr, func(b *testing.B) {
+			bs := benchSetup(b, env, client.Options{Transport: tr})
+			b.ResetTimer()
+			start := time.Now()
+			for range b.N {
+				if err := bs.s.LaunchRaw(bs.empty, one, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := bs.s.Synchronize(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "launches/s")
+		})
+	}
+}
+
+// BenchmarkLaunchSync: one launch and a synchronize, the round trip.
+func BenchmarkLaunchSync(b *testing.B) {
+	env := testenv.Start(b, testenv.Options{})
+	for _, tr := range transports {
+		b.Run(tr, func(b *testing.B) {
+			bs := benchSetup(b, env, client.Options{Transport: tr})
+			c := context.Background()
+			b.ResetTimer()
+			for range b.N {
+				if err := bs.s.LaunchRaw(bs.empty, one, nil); err != nil {
+					b.Fatal(err)
+				}
+				if err := bs.s.Synchronize(c); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSyncCall: a synchronous request with nothing to do on the device
+// (MemInfo): the transport's round trip alone.
+func BenchmarkSyncCall(b *testing.B) {
+	env := testenv.Start(b, testenv.Options{})
+	for _, tr := range transports {
+		b.Run(tr, func(b *testing.B) {
+			s := env.Session(b, env.Dial(b, client.Options{Transport: tr}), client.SessionOptions{})
+			c := context.Background()
+			b.ResetTimer()
+			for range b.N {
+				if _, _, err := s.MemInfo(c); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+const bulk = 256 << 20
+
+func bulkBench(b *testing.B, o client.Options, toDevice bool) {
+	env := testenv.Start(b, testenv.Options{SimMemory: "1GiB"})
+	s := env.Session(b, env.Dial(b, o), client.SessionOptions{})
+	c := context.Background()
+	buf, err := s.CreateBuffer(c, bulk)
+	if err != nil {
+		b.Fatal(err)
+	}
+	host := make([]byte, bulk)
+	for i := range host {
+		host[i] = byte(i)
+	}
+	b.SetBytes(bulk)
+	b.ResetTimer()
+	for range b.N {
+		if toDevice {
+			err = s.CopyToDevice(buf.At(0), host, nil)
+			if err == nil {
+				err = s.Synchronize(c)
+			}
+		} else {
+			err = s.CopyFromDevice(c, host, buf.At(0), nil)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkHtoD256MiB: a 256 MiB copy from ordinary (pageable) memory and a
+// synchronize; the ring transport pipelines it through the staging area.
+func BenchmarkHtoD256MiB(b *testing.B) {
+	for _, tr := range transports {
+		b.Run(tr, func(b *testing.B) { bulkBench(b, client.Options{Transport: tr}, true) })
+	}
+}
+
+// BenchmarkDtoH256MiB: a 256 MiB copy into ordinary memory.
+func BenchmarkDtoH256MiB(b *testing.B) {
+	for _, tr := range transports {
+		b.Run(tr, func(b *testing.B) { bulkBench(b, client.Options{Transport: tr}, false) })
+	}
+}
+
+// BenchmarkStagingChunk sweeps the staging slot size (the pipelining chunk)
+// for 256 MiB copies to the device, to choose its default.
+func BenchmarkStagingChunk(b *testing.B) {
+	for _, chunk := range []int{256 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20} {
+		b.Run(fmt.Sprintf("%dKiB", chunk>>10), func(b *testing.B) {
+			bulkBench(b, client.Options{HotPath: client.HotPath{StagingChunk: chunk, Staging: 64 << 20}}, true)
+		})
+	}
+}
