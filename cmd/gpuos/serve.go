@@ -29,6 +29,8 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	auditLog := fs.String("audit", "", "audit log file (default: gpuos-audit.jsonl beside the socket)")
 	devMem := fs.String("device-memory", "", "cap on device memory gpuos may use, e.g. 16GiB (default: all)")
 	simMem := fs.String("sim-memory", "", "memory of each software GPU, e.g. 4GiB (sim backend only)")
+	swap := fs.String("swap", "", "pinned host memory for swapping device memory out, e.g. 32GiB, or off (default: twice the device memory, within half the host's)")
+	minRes := fs.Duration("min-residency", 0, "how long a session just swapped back in is kept from eviction (default 50ms)")
 	verbose := fs.Bool("v", false, "log at debug level")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9400 (default: off)")
 	if err := fs.Parse(args); err != nil {
@@ -59,6 +61,20 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("--sim-memory: %w", err)
 		}
 		opts.DriverArgs = append(opts.DriverArgs, "--sim-memory", *simMem)
+	}
+	switch *swap {
+	case "":
+	case "off", "0":
+		opts.DriverArgs = append(opts.DriverArgs, "--swap", "-1")
+	default:
+		n, err := config.ParseSize(*swap)
+		if err != nil {
+			return fmt.Errorf("--swap: %w", err)
+		}
+		opts.DriverArgs = append(opts.DriverArgs, "--swap", fmt.Sprint(uint64(n)))
+	}
+	if *minRes != 0 {
+		opts.DriverArgs = append(opts.DriverArgs, "--min-residency", minRes.String())
 	}
 	m, err := manager.New(opts)
 	if err != nil {
