@@ -17,6 +17,8 @@
 //
 // Submit blocks while a queue holds its Depth of commands, so a flooding
 // client is slowed by backpressure instead of growing the daemon's memory.
+// Hold (for the memory manager) stops a queue's issuing and waits until
+// nothing of it is in flight.
 //
 // # Dispatching
 //
