@@ -171,7 +171,6 @@ type Scheduler struct {
 
 	clk         int64 // the clock as of the current round (tick)
 	dispatching bool  // the dispatch token
-	again       bool  // work arrived while the token was held
 	tails       []*streamQ
 	flushAll    bool
 	flushOlder  int64 // flush tails opened at or before this time
