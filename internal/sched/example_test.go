@@ -6,21 +6,21 @@ import (
 	"github.com/gpuos/gpuos/internal/sched"
 )
 
-// lottery is a policy written against the hook interface: it serves the
+// oldestFirst is a policy written against the hook interface: it serves the
 // ready tenant that has waited longest, counting its dispatches in a map.
-type lottery struct {
+type oldestFirst struct {
 	sched.Base // the hooks it does not need
 	served     *sched.Map
 }
 
-func (*lottery) Name() string { return "longest-waiting" }
+func (*oldestFirst) Name() string { return "longest-waiting" }
 
-func (p *lottery) Init(h *sched.Host) error {
+func (p *oldestFirst) Init(h *sched.Host) error {
 	p.served = h.Map("example.served")
 	return nil
 }
 
-func (p *lottery) OnDispatch(h *sched.Host, e sched.Engine, ready []sched.TenantID) (sched.Choice, error) {
+func (p *oldestFirst) OnDispatch(h *sched.Host, e sched.Engine, ready []sched.TenantID) (sched.Choice, error) {
 	best := ready[0]
 	for _, t := range ready[1:] {
 		if h.HeadSeq(t, e) < h.HeadSeq(best, e) {
@@ -40,7 +40,7 @@ func ExamplePolicy() {
 		return
 	}
 	defer s.Close()
-	if err := s.Add(&lottery{}, "serves the longest-waiting command first"); err != nil {
+	if err := s.Add(&oldestFirst{}, "serves the longest-waiting command first"); err != nil {
 		fmt.Println(err)
 		return
 	}
