@@ -85,6 +85,9 @@ func waitUntil(word *atomic.Uint32, o *Options, exclusive bool, ready func() boo
 				if time.Since(start) >= o.Spin {
 					break
 				}
+				// Let another thread have this CPU if one is waiting for it:
+				// the peer may be what we wait for.
+				osYield()
 			}
 		}
 	}
