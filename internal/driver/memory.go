@@ -17,6 +17,9 @@ import (
 const (
 	KindEvict  audit.Kind = "mem.evict"   // a chunk was copied to host memory and unmapped
 	KindSwapIn audit.Kind = "mem.swap-in" // a chunk was mapped back and its data restored
+	// KindResident: a session was made resident before its work ran: bytes
+	// brought back, bytes evicted to make room, and the time it took.
+	KindResident audit.Kind = "mem.resident"
 )
 
 // memHooks is the driver's side of the memory manager: Quiesce (stop a
@@ -92,8 +95,11 @@ func (h *memHooks) onSwap(ev mem.SwapEvent) {
 		return
 	}
 	kind := KindEvict
-	if ev.Kind == mem.SwapIn {
+	switch ev.Kind {
+	case mem.SwapIn:
 		kind = KindSwapIn
+	case mem.Resident:
+		kind = KindResident
 	}
 	var sessions []uint64
 	for _, w := range ev.Windows {
@@ -111,10 +117,14 @@ func (h *memHooks) onSwap(ev mem.SwapEvent) {
 	}
 	detail := map[string]any{"bytes": ev.Bytes, "addr": fmt.Sprintf("%#x", uint64(ev.Ptr)), "window": ev.Window,
 		"sessions": sessions, "ns": ev.Duration.Nanoseconds()}
-	if ev.Kind == mem.SwapOut {
+	switch ev.Kind {
+	case mem.SwapOut:
 		detail["for_tenant"] = ev.Why.Tenant
 		detail["need"] = ev.Why.Need
 		detail["swap_in"] = ev.Why.SwapIn
+		detail["copy_ns"] = ev.Copy.Nanoseconds()
+	case mem.Resident:
+		detail["evicted"] = ev.Evicted
 	}
 	d.audit(audit.Event{Kind: kind, Tenant: ev.Tenant, Detail: detail})
 }

@@ -19,6 +19,10 @@ const (
 	// SwapIn: the chunk was mapped back at the same addresses and its data
 	// copied back.
 	SwapIn
+	// Resident: a window was made resident (Window.MakeResident): one event
+	// per pass, after the SwapIn events of its chunks. Bytes is what came
+	// back, Evicted what was evicted to make room, Duration the whole pass.
+	Resident
 )
 
 func (k SwapKind) String() string {
@@ -27,6 +31,8 @@ func (k SwapKind) String() string {
 		return "evict"
 	case SwapIn:
 		return "swap-in"
+	case Resident:
+		return "resident"
 	}
 	return fmt.Sprintf("swap(%d)", uint8(k))
 }
@@ -46,6 +52,10 @@ type SwapEvent struct {
 	// Duration is how long the move took (for a SwapIn, until its copy was
 	// enqueued: swap-ins of one MakeResident share one wait at the end).
 	Duration time.Duration
+	// Copy is, for a SwapOut, how long its copy to host memory took.
+	Copy time.Duration
+	// Evicted is, for a Resident pass, the bytes evicted to make room.
+	Evicted uint64
 	// Why is the pressure that caused an eviction.
 	Why Pressure
 }
@@ -290,10 +300,12 @@ func (m *Manager) evictChunk(cd Candidate, why Pressure) error {
 	if err != nil {
 		return err
 	}
-	ev.Kind, ev.Why, ev.Duration = SwapOut, why, time.Since(start)
+	ev.Kind, ev.Why, ev.Duration, ev.Copy = SwapOut, why, time.Since(start), m.lastCopy
+	m.passEvicted += ev.Bytes
 	m.evictions.Add(1)
 	m.evictedBytes.Add(ev.Bytes)
 	m.evictNs.Add(uint64(ev.Duration))
+	m.evictCopyNs.Add(uint64(ev.Copy))
 	if t := ev.Windows[0].t; t != nil {
 		t.evictions.Add(1)
 		t.swapped.Add(ev.Bytes)
@@ -443,6 +455,8 @@ func (m *Manager) evictShared(src *Allocation) (SwapEvent, error) {
 // copyOut copies size bytes at ptr to a new swap slot and waits for it.
 // Caller holds m.evictMu.
 func (m *Manager) copyOut(ptr backend.DevicePtr, size uint64) (*swapSlot, error) {
+	start := time.Now()
+	defer func() { m.lastCopy = time.Since(start) }()
 	slot, err := m.swap.alloc(size)
 	if err != nil && len(m.pendingSlots) > 0 {
 		// Slots of swap-ins in flight are about to come back.
@@ -693,9 +707,16 @@ func (w *Window) MakeResident(ctx context.Context) error {
 func (m *Manager) makeResidentOnce(w *Window) (err error) {
 	m.evictMu.Lock()
 	defer m.evictMu.Unlock()
+	start := time.Now()
+	m.passEvicted = 0
+	in0 := m.swappedInBytes.Load()
 	defer func() {
 		if ferr := m.finishSwapIns(); err == nil {
 			err = ferr
+		}
+		if in := m.swappedInBytes.Load() - in0; in > 0 && m.onSwap != nil {
+			m.onSwap(SwapEvent{Kind: Resident, Tenant: w.t.name, Window: w.id, Ptr: w.base, Bytes: in,
+				Evicted: m.passEvicted, Windows: []*Window{w}, Duration: time.Since(start)})
 		}
 	}()
 	pr := &pressure{p: Pressure{Tenant: w.t.name, Window: w.id, SwapIn: true}, locked: true, pin: w}

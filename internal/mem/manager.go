@@ -98,10 +98,12 @@ type Manager struct {
 	pendingSlots  []*swapSlot    // slots of swap-ins whose copies may be in flight
 	pendingResume []func()       // windows made resident, to resume after those copies
 	pendingEvents []SwapEvent
+	lastCopy      time.Duration // of the last copyOut
+	passEvicted   uint64        // bytes evicted in the MakeResident pass under way
 
 	evictions, swapIns              atomic.Uint64
 	evictedBytes, swappedInBytes    atomic.Uint64
-	evictNs, swapInNs               atomic.Uint64
+	evictNs, swapInNs, evictCopyNs  atomic.Uint64
 	chooserFallbacks, releaseErrors atomic.Uint64
 
 	clock atomic.Uint64 // logical time for last-use stamps
@@ -512,6 +514,7 @@ type DeviceStats struct {
 	EvictedBytes     uint64        // bytes evicted, in total
 	SwappedInBytes   uint64        // bytes brought back, in total
 	EvictTime        time.Duration // time spent evicting (quiesce, copy, unmap)
+	EvictCopyTime    time.Duration // of which copying to host memory
 	SwapInTime       time.Duration // time spent bringing back (map, copy)
 	ChooserFallbacks uint64        // victim choices the built-in made because the chooser failed
 }
@@ -533,6 +536,7 @@ func (m *Manager) Stats() Stats {
 		EvictedBytes:     m.evictedBytes.Load(),
 		SwappedInBytes:   m.swappedInBytes.Load(),
 		EvictTime:        time.Duration(m.evictNs.Load()),
+		EvictCopyTime:    time.Duration(m.evictCopyNs.Load()),
 		SwapInTime:       time.Duration(m.swapInNs.Load()),
 		ChooserFallbacks: m.chooserFallbacks.Load(),
 	}}

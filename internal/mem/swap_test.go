@@ -105,9 +105,14 @@ func TestSwapTakesTurns(t *testing.T) {
 			t.Errorf("tenant %s: no evictions counted", ts.Name)
 		}
 	}
-	var outs, ins int
+	var outs, ins, passes int
 	for _, e := range events {
 		switch e.Kind {
+		case Resident:
+			passes++
+			if e.Bytes != size || e.Evicted != size {
+				t.Errorf("resident pass %+v: want %d bytes in and %d evicted", e, size, size)
+			}
 		case SwapOut:
 			outs++
 			if len(e.Windows) != 1 || e.Bytes != size {
@@ -116,6 +121,9 @@ func TestSwapTakesTurns(t *testing.T) {
 		case SwapIn:
 			ins++
 		}
+	}
+	if passes != 6 {
+		t.Errorf("%d resident passes reported, want 6", passes)
 	}
 	if uint64(outs) != st.Device.Evictions || uint64(ins) != st.Device.SwapIns {
 		t.Errorf("events: %d evictions %d swap-ins, stats %d and %d", outs, ins, st.Device.Evictions, st.Device.SwapIns)
@@ -214,7 +222,7 @@ func TestSwapSlab(t *testing.T) {
 	h.free(more)
 	h.free(big)
 	big = h.alloc(wb, 5*testGran, 0) // evicts the slab again
-	h.free(small)                     // empty and evicted: dropped, not kept
+	h.free(small)                    // empty and evicted: dropped, not kept
 	if st := h.m.Stats(); st.Device.Swapped != 0 || !wa.Resident() {
 		t.Errorf("after freeing the last sub-allocation of an evicted slab: %d bytes swapped, resident %v; want 0, true", st.Device.Swapped, wa.Resident())
 	}
