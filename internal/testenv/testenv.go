@@ -43,7 +43,9 @@ type Options struct {
 	Config     *config.Config // nil: the embedded default (the test's own user)
 	SimMemory  string         // each software GPU's memory, e.g. "1GiB" (default 2GiB)
 	DriverArgs []string       // extra driver flags
-	Backend    string         // default "sim"
+	// Backend is the daemon's backend: default $GPUOS_TEST_BACKEND, else "sim".
+	// GPUOS_TEST_BACKEND=cuda runs a package's whole-system tests on a real GPU.
+	Backend string
 }
 
 // Env is a running gpuos.
@@ -69,6 +71,9 @@ func Start(t testing.TB, o Options) *Env {
 	}
 	if o.SimMemory == "" {
 		o.SimMemory = "2GiB"
+	}
+	if o.Backend == "" {
+		o.Backend = os.Getenv("GPUOS_TEST_BACKEND")
 	}
 	if o.Backend == "" {
 		o.Backend = "sim"
