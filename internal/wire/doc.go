@@ -20,6 +20,20 @@
 //   - Server: a serve loop that enforces the protocol (Hello first, v1.Admit,
 //     strict decoding, Unsupported for unknown types, Malformed-and-close for
 //     unframeable input) and hands admitted requests to a Handler one at a time.
+//     It serves any Transport: a Conn, or a HotConn.
+//   - The hot path: a session's requests can move off the socket onto
+//     shared-memory rings (internal/ring). On the driver's side a HotConn
+//     starts as the socket; UseRings offers rings, and the client's next
+//     request decides: on the submission ring, every later one comes there
+//     and replies go on the completion ring; on the socket, the rings are
+//     dropped. Replies with descriptors always go on the socket, which also
+//     stays the connection's life: its end lets the driver serve what the
+//     client had published and then end, and fails the client's calls. On
+//     the client's side, Client.UseRings moves requests onto the rings (any
+//     goroutine sends, under a lock); replies on the completion ring are read
+//     by whichever waiting caller holds the reading role, so a lone caller
+//     needs no goroutine switch. Start and Call.Wait keep several requests in
+//     flight from one goroutine.
 //
 // Typical use, on the client side:
 //
@@ -50,5 +64,8 @@
 // Lock order: a Conn has a read lock and a write lock, never held together
 // (Close takes the read lock after closing the socket, so that a blocked read
 // returns first). Client.mu is taken alone, never while writing or reading.
-// Server holds no locks. No callback is called with a lock held.
+// On rings, a client's send lock may be held while it takes the reading role
+// (to drain replies when the submission ring is full), never the reverse.
+// HotConn.mu is taken alone. Server holds no locks. No callback is called
+// with a lock held.
 package wire

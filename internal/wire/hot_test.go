@@ -98,6 +98,10 @@ func pattern(seed uint64, n int) []byte {
 // hotPair starts a hotSession on one end of a socket pair and returns a client
 // on the other, greeted, and on rings unless onRings is false.
 func hotPair(t *testing.T, sq, cq int, onRings bool) (*wire.Client, *hotSession) {
+	return hotPairB(t, sq, cq, onRings)
+}
+
+func hotPairB(t testing.TB, sq, cq int, onRings bool) (*wire.Client, *hotSession) {
 	t.Helper()
 	a, b, err := wire.Pair()
 	if err != nil {
@@ -118,7 +122,7 @@ func hotPair(t *testing.T, sq, cq int, onRings bool) (*wire.Client, *hotSession)
 	return cl, s
 }
 
-func openRings(t *testing.T, cl *wire.Client, sq, cq int) *ring.Shm {
+func openRings(t testing.TB, cl *wire.Client, sq, cq int) *ring.Shm {
 	t.Helper()
 	var ro v1.RingOpened
 	fds, err := cl.CallFDs(tctx(t), &v1.OpenRing{SubmitBytes: uint32(sq), CompleteBytes: uint32(cq)}, &ro, nil)
@@ -135,7 +139,7 @@ func openRings(t *testing.T, cl *wire.Client, sq, cq int) *ring.Shm {
 	return shm
 }
 
-func tctx(t *testing.T) context.Context {
+func tctx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return ctx
@@ -380,5 +384,46 @@ func TestHotStartWait(t *testing.T) {
 		if _, err := cl.Start(ctx, &v1.Empty{}); !errors.Is(err, v1.ErrInvalidArgument) {
 			t.Fatalf("Start of a reply type: %v", err)
 		}
+	}
+}
+
+// BenchmarkHotSend measures asynchronous requests (a Launch frame) through to
+// a server that does nothing with them, on each transport: the transport's
+// cost alone, without a driver's work.
+func BenchmarkHotSend(b *testing.B) {
+	for _, onRings := range []bool{false, true} {
+		b.Run(map[bool]string{false: "socket", true: "ring"}[onRings], func(b *testing.B) {
+			cl, s := hotPairB(b, 1<<20, 256<<10, onRings)
+			m := &v1.Launch{Kernel: 1, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}, Params: make([]byte, 16)}
+			b.ResetTimer()
+			for range b.N {
+				if err := cl.Send(m); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := cl.Call(context.Background(), &v1.MemInfo{}, nil); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if len(s.launches) != b.N {
+				b.Fatalf("server handled %d of %d", len(s.launches), b.N)
+			}
+		})
+	}
+}
+
+// BenchmarkHotCall measures a synchronous round trip on each transport.
+func BenchmarkHotCall(b *testing.B) {
+	for _, onRings := range []bool{false, true} {
+		b.Run(map[bool]string{false: "socket", true: "ring"}[onRings], func(b *testing.B) {
+			cl, _ := hotPairB(b, 1<<20, 256<<10, onRings)
+			ctx := context.Background()
+			b.ResetTimer()
+			for range b.N {
+				if err := cl.Call(ctx, &v1.MemInfo{}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
