@@ -15,15 +15,15 @@ import (
 	"github.com/gpuos/gpuos/client"
 )
 
-// PTX is memtest.ptx: fill, pass_check and sweep (see the file).
+// PTX is memtest.ptx: fill, pass_check, check and sweep (see the file).
 //
 //go:embed memtest.ptx
 var PTX []byte
 
 // Kernels are the test kernels loaded in one session.
 type Kernels struct {
-	Prog                   *client.Program
-	Fill, PassCheck, Sweep *client.Kernel
+	Prog                          *client.Program
+	Fill, PassCheck, Check, Sweep *client.Kernel
 }
 
 // Load loads the test kernels into s.
@@ -33,7 +33,7 @@ func Load(ctx context.Context, s *client.Session) (*Kernels, error) {
 		return nil, err
 	}
 	k := &Kernels{Prog: p}
-	for name, dst := range map[string]**client.Kernel{"fill": &k.Fill, "pass_check": &k.PassCheck, "sweep": &k.Sweep} {
+	for name, dst := range map[string]**client.Kernel{"fill": &k.Fill, "pass_check": &k.PassCheck, "check": &k.Check, "sweep": &k.Sweep} {
 		if *dst, err = p.Kernel(ctx, name); err != nil {
 			p.Close()
 			return nil, err
@@ -56,6 +56,8 @@ type PassesConfig struct {
 	Verify uint64
 	// Launch is the launch shape (zero: Grid).
 	Launch client.LaunchConfig
+	// AfterPass, if set, is called after each pass (0, 1, ...) has completed.
+	AfterPass func(pass int)
 }
 
 // PassesResult is what a tenant's passes did.
@@ -137,6 +139,9 @@ func Passes(ctx context.Context, s *client.Session, k *Kernels, cfg PassesConfig
 			return res, fmt.Errorf("passes: pass %d: %w", p, err)
 		}
 		res.Passes = append(res.Passes, time.Since(t))
+		if cfg.AfterPass != nil {
+			cfg.AfterPass(p)
+		}
 	}
 	var cnt [4]byte
 	if err := errs.Read(ctx, 0, cnt[:]); err != nil {

@@ -1,0 +1,554 @@
+// Command membench measures the memory manager on a real GPU against native
+// use of the same GPU, for issue 8's acceptance (bench/mem/run.sh runs it):
+//
+//	membench swap  four tenants whose data is twice --device-memory make
+//	               checked passes over it; swap throughput against native
+//	               pinned PCIe bandwidth
+//	membench pipe  a two-stage pipeline handing a buffer from one tenant to
+//	               another through a shared segment, against host round trips
+//	membench copy  a pageable host-to-device copy through gpuos against the
+//	               native pageable copy
+//
+// Each prints rows of a table (what, native or baseline, gpuos, ratio,
+// target, verdict) and can append them as JSON lines to --json. The daemon
+// must be running (gpuos serve); native measurements open the GPU directly.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	membench "github.com/gpuos/gpuos/bench/mem"
+	"github.com/gpuos/gpuos/client"
+	"github.com/gpuos/gpuos/internal/audit"
+	"github.com/gpuos/gpuos/internal/backend"
+	"github.com/gpuos/gpuos/internal/backend/auto"
+	"github.com/gpuos/gpuos/internal/config"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	ctx := context.Background()
+	var err error
+	switch os.Args[1] {
+	case "swap":
+		err = swapCmd(ctx, os.Args[2:])
+	case "pipe":
+		err = pipeCmd(ctx, os.Args[2:])
+	case "copy":
+		err = copyCmd(ctx, os.Args[2:])
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "membench:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: membench swap|pipe|copy [flags] (-h for the flags of each)")
+	os.Exit(2)
+}
+
+// row is one line of the results table.
+type row struct {
+	What    string  `json:"what"`
+	Base    float64 `json:"base"` // native, or the baseline the target compares with
+	GPUOS   float64 `json:"gpuos"`
+	Unit    string  `json:"unit"`
+	Ratio   float64 `json:"ratio"`  // gpuos/base (or base/gpuos for times: bigger is better)
+	Target  float64 `json:"target"` // ratio to reach; 0: none
+	Verdict string  `json:"verdict"`
+}
+
+func (r *row) judge() {
+	switch {
+	case r.Target == 0:
+		r.Verdict = "-"
+	case r.Ratio >= r.Target:
+		r.Verdict = "PASS"
+	default:
+		r.Verdict = "FAIL"
+	}
+}
+
+type table struct {
+	rows []row
+	json string
+}
+
+func (t *table) add(r row) {
+	r.judge()
+	t.rows = append(t.rows, r)
+	fmt.Printf("%-52s %12.3f %12.3f %-6s %7.3fx  target %5.2fx  %s\n", r.What, r.Base, r.GPUOS, r.Unit, r.Ratio, r.Target, r.Verdict)
+}
+
+func (t *table) flush() error {
+	if t.json == "" {
+		return nil
+	}
+	f, err := os.OpenFile(t.json, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, r := range t.rows {
+		b, _ := json.Marshal(r)
+		fmt.Fprintf(f, "%s\n", b)
+	}
+	return nil
+}
+
+type common struct {
+	socket  string
+	backend string
+	json    string
+	timeout time.Duration
+}
+
+func (c *common) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.socket, "socket", "", "the daemon's socket (default: $XDG_RUNTIME_DIR/gpuos.sock)")
+	fs.StringVar(&c.backend, "backend", "cuda", "backend for the native side: cuda, sim or auto")
+	fs.StringVar(&c.json, "json", "", "append the rows as JSON lines to this file")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Minute, "give up after this long")
+}
+
+func size(fs *flag.FlagSet, name, def, usage string) *uint64 {
+	v := new(uint64)
+	n, _ := config.ParseSize(def)
+	*v = uint64(n)
+	fs.Func(name, usage+" (default "+def+")", func(s string) error {
+		n, err := config.ParseSize(s)
+		*v = uint64(n)
+		return err
+	})
+	return v
+}
+
+func session(ctx context.Context, socket, token, label string) (*client.Client, *client.Session, error) {
+	cl, err := client.Dial(ctx, client.Options{Socket: socket, Token: token, Program: "membench"})
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := cl.OpenSession(ctx, client.SessionOptions{Label: label})
+	if err != nil {
+		cl.Close()
+		return nil, nil, err
+	}
+	return cl, s, nil
+}
+
+// ---- native measurements ----------------------------------------------------
+
+// native is the GPU opened directly, with a device buffer and host buffers.
+type native struct {
+	dev      backend.Device
+	st       backend.Stream
+	ptr      backend.DevicePtr
+	size     uint64
+	chunk    backend.Chunk
+	pinned   backend.HostMemory
+	pageable []byte
+}
+
+func openNative(name string, n uint64) (*native, error) {
+	choice, err := auto.Open(name, auto.Options{})
+	if err != nil {
+		return nil, err
+	}
+	dev, err := choice.Backend.Open(0)
+	if err != nil {
+		return nil, fmt.Errorf("open device 0 natively: %w", err)
+	}
+	nv := &native{dev: dev}
+	fail := func(err error) (*native, error) {
+		nv.close()
+		return nil, err
+	}
+	gran := dev.Granularity()
+	nv.size = (n + gran - 1) / gran * gran
+	if nv.ptr, err = dev.Reserve(nv.size, gran); err != nil {
+		return fail(err)
+	}
+	if nv.chunk, err = dev.CreateChunk(nv.size); err != nil {
+		return fail(err)
+	}
+	if err = dev.Map(nv.ptr, nv.size, nv.chunk, 0); err != nil {
+		return fail(err)
+	}
+	if err = dev.SetAccess(nv.ptr, nv.size); err != nil {
+		return fail(err)
+	}
+	if nv.st, err = dev.NewStream(0); err != nil {
+		return fail(err)
+	}
+	if nv.pinned, err = dev.AllocHost(int(n)); err != nil {
+		return fail(err)
+	}
+	nv.pageable = make([]byte, n)
+	for i := range nv.pageable {
+		nv.pageable[i] = byte(i)
+	}
+	return nv, nil
+}
+
+func (nv *native) close() {
+	if nv.st != nil {
+		nv.st.Destroy()
+	}
+	if nv.pinned != nil {
+		nv.pinned.Free()
+	}
+	if nv.chunk != nil {
+		nv.dev.Unmap(nv.ptr, nv.size)
+		nv.chunk.Release()
+	}
+	if nv.ptr != 0 {
+		nv.dev.Release(nv.ptr, nv.size)
+	}
+	nv.dev.Close()
+}
+
+// bandwidth is the median GB/s of rounds copies of n bytes.
+func (nv *native) bandwidth(n uint64, pinned, toDevice bool, rounds int) (float64, error) {
+	host := nv.pageable[:n]
+	if pinned {
+		host = nv.pinned.Bytes()[:n]
+	}
+	var gbs []float64
+	for i := 0; i < rounds+1; i++ {
+		start := time.Now()
+		var err error
+		if toDevice {
+			err = nv.st.CopyHtoD(nv.ptr, host)
+		} else {
+			err = nv.st.CopyDtoH(host, nv.ptr)
+		}
+		if err == nil {
+			err = nv.st.Synchronize()
+		}
+		if err != nil {
+			return 0, err
+		}
+		if i > 0 { // the first warms up
+			gbs = append(gbs, float64(n)/time.Since(start).Seconds()/1e9)
+		}
+	}
+	return median(gbs), nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// ---- swap: acceptance (a) -------------------------------------------------------
+
+func swapCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("membench swap", flag.ExitOnError)
+	var c common
+	c.flags(fs)
+	tenants := fs.Int("tenants", 4, "tenants (each connects with the token --token-format names)")
+	tokenFmt := fs.String("token-format", "token-%d", "token of tenant i")
+	each := size(fs, "bytes", "8GiB", "data per tenant")
+	buffer := size(fs, "buffer", "1GiB", "bytes per buffer")
+	passes := fs.Int("passes", 4, "passes over the data per tenant (the first warms the host swap store)")
+	auditPath := fs.String("audit", "", "the daemon's audit log (to measure swapping)")
+	fs.Parse(args)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	t := &table{json: c.json}
+	defer t.flush()
+
+	nv, err := openNative(c.backend, 256<<20)
+	if err != nil {
+		return err
+	}
+	var d2h float64
+	h2d, err := nv.bandwidth(256<<20, true, true, 5)
+	if err == nil {
+		d2h, err = nv.bandwidth(256<<20, true, false, 5)
+		t.add(row{What: "native pinned HtoD / DtoH 256 MiB (GB/s)", Base: h2d, GPUOS: d2h, Unit: "GB/s", Ratio: d2h / h2d})
+	}
+	nv.close() // the GPU is the daemon's while the tenants run
+	if err != nil {
+		return err
+	}
+
+	start := time.Now()
+	type result struct {
+		res      membench.PassesResult
+		err      error
+		firstEnd time.Time
+	}
+	results := make([]result, *tenants)
+	var wg sync.WaitGroup
+	for i := 0; i < *tenants; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			r := &results[i]
+			cl, s, err := session(ctx, c.socket, fmt.Sprintf(*tokenFmt, i), fmt.Sprint("swap-", i))
+			if err != nil {
+				r.err = err
+				return
+			}
+			defer cl.Close()
+			defer s.Close()
+			k, err := membench.Load(ctx, s)
+			if err != nil {
+				r.err = err
+				return
+			}
+			r.res, r.err = membench.Passes(ctx, s, k, membench.PassesConfig{Bytes: *each, Buffer: *buffer, Passes: *passes,
+				Seed: uint32(i) * 7919, Launch: client.LaunchConfig{Grid: client.Dim3{X: 1024}, Block: client.Dim3{X: 256}},
+				AfterPass: func(p int) {
+					if p == 0 {
+						r.firstEnd = time.Now()
+					}
+				}})
+		}(i)
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	var warm time.Time // every tenant is past its first pass
+	ok := 0
+	for i, r := range results {
+		if r.err != nil {
+			fmt.Printf("tenant %d: FAILED: %v\n", i, r.err)
+			continue
+		}
+		if r.res.Errors != 0 {
+			fmt.Printf("tenant %d: FAILED: %d wrong elements\n", i, r.res.Errors)
+			continue
+		}
+		ok++
+		if r.firstEnd.After(warm) {
+			warm = r.firstEnd
+		}
+		fmt.Printf("tenant %d: %d buffers, %d passes %v, verified %d bytes, total %v\n", i, r.res.Buffers, len(r.res.Passes),
+			roundAll(r.res.Passes), r.res.Verified, r.res.Elapsed.Round(time.Millisecond))
+	}
+	t.add(row{What: fmt.Sprintf("tenants finished correct (of %d, %s each)", *tenants, sizeName(*each)), Base: float64(*tenants),
+		GPUOS: float64(ok), Unit: "count", Ratio: float64(ok) / float64(*tenants), Target: 1})
+	t.add(row{What: "wall time of the whole run (s)", GPUOS: wall.Seconds(), Unit: "s"})
+	if *auditPath == "" {
+		fmt.Println("no --audit: swap throughput not measured")
+		return nil
+	}
+	sw, err := readSwaps(*auditPath, start, warm)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("swapping after warm-up: %d evictions %s (copy %v), %d resident passes %s in (%s evicted) in %v\n",
+		sw.evictions, sizeName(sw.evictBytes), sw.evictCopy.Round(time.Millisecond), sw.passes, sizeName(sw.inBytes),
+		sizeName(sw.passEvicted), sw.passTime.Round(time.Millisecond))
+	if sw.evictCopy > 0 {
+		g := float64(sw.evictBytes) / sw.evictCopy.Seconds() / 1e9
+		t.add(row{What: "eviction copy DtoH vs native pinned DtoH (GB/s)", Base: d2h, GPUOS: g, Unit: "GB/s", Ratio: g / d2h})
+	}
+	if sw.passTime > 0 {
+		g := float64(sw.inBytes) / sw.passTime.Seconds() / 1e9
+		t.add(row{What: "swap-in (make resident, evictions overlapped) vs pinned HtoD", Base: h2d, GPUOS: g, Unit: "GB/s",
+			Ratio: g / h2d, Target: 0.7})
+		moved := float64(sw.inBytes + sw.passEvicted)
+		t.add(row{What: "bytes moved both ways per resident-pass second", Base: h2d, GPUOS: moved / sw.passTime.Seconds() / 1e9,
+			Unit: "GB/s", Ratio: moved / sw.passTime.Seconds() / 1e9 / h2d})
+	}
+	return nil
+}
+
+func roundAll(ds []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d.Round(time.Millisecond)
+	}
+	return out
+}
+
+func sizeName(n uint64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", n>>30)
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2fGiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.0fMiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+type swaps struct {
+	evictions, passes   int
+	evictBytes, inBytes uint64
+	passEvicted         uint64
+	evictCopy, passTime time.Duration
+}
+
+// readSwaps sums the memory manager's audit events from warm on.
+func readSwaps(path string, start, warm time.Time) (swaps, error) {
+	var sw swaps
+	f, err := os.Open(path)
+	if err != nil {
+		return sw, err
+	}
+	defer f.Close()
+	r := audit.NewReader(bufio.NewReaderSize(f, 1<<20))
+	num := func(d map[string]any, k string) uint64 {
+		v, _ := d[k].(float64)
+		return uint64(v)
+	}
+	for {
+		e, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			continue
+		}
+		if e.Time.Before(start) || e.Time.Before(warm) || !strings.HasPrefix(string(e.Kind), "mem.") {
+			continue
+		}
+		switch e.Kind {
+		case "mem.evict":
+			sw.evictions++
+			sw.evictBytes += num(e.Detail, "bytes")
+			sw.evictCopy += time.Duration(num(e.Detail, "copy_ns"))
+		case "mem.resident":
+			sw.passes++
+			sw.inBytes += num(e.Detail, "bytes")
+			sw.passEvicted += num(e.Detail, "evicted")
+			sw.passTime += time.Duration(num(e.Detail, "ns"))
+		}
+	}
+	return sw, nil
+}
+
+// ---- pipe: acceptance (b) ------------------------------------------------------
+
+func pipeCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("membench pipe", flag.ExitOnError)
+	var c common
+	c.flags(fs)
+	tokA := fs.String("token-a", "token-0", "token of the producing tenant")
+	tokB := fs.String("token-b", "token-1", "token of the consuming tenant")
+	tenantB := fs.String("tenant-b", "t1", "name of the consuming tenant (the producer lets it in)")
+	n := size(fs, "bytes", "256MiB", "bytes handed over per stage")
+	iters := fs.Int("iters", 20, "items through the pipeline per mode")
+	fs.Parse(args)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	t := &table{json: c.json}
+	defer t.flush()
+	cla, sa, err := session(ctx, c.socket, *tokA, "pipe-producer")
+	if err != nil {
+		return err
+	}
+	defer cla.Close()
+	clb, sb, err := session(ctx, c.socket, *tokB, "pipe-consumer")
+	if err != nil {
+		return err
+	}
+	defer clb.Close()
+	p, err := membench.NewPipeline(ctx, sa, sb, *tenantB, *n)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	shared, err := p.Run(ctx, membench.ThroughSegment, *iters)
+	if err != nil {
+		return fmt.Errorf("through a shared segment: %w", err)
+	}
+	host, err := p.Run(ctx, membench.ThroughHost, *iters)
+	if err != nil {
+		return fmt.Errorf("through host round trips: %w", err)
+	}
+	per := func(d time.Duration) float64 { return d.Seconds() * 1e3 / float64(*iters) }
+	t.add(row{What: fmt.Sprintf("pipeline %s/item: host round trip vs shared (ms)", sizeName(*n)), Base: per(host), GPUOS: per(shared),
+		Unit: "ms", Ratio: host.Seconds() / shared.Seconds(), Target: 1.5})
+	return nil
+}
+
+// ---- copy: acceptance (c) -------------------------------------------------------
+
+func copyCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("membench copy", flag.ExitOnError)
+	var c common
+	c.flags(fs)
+	token := fs.String("token", "", "token of the tenant")
+	n := size(fs, "bytes", "256MiB", "bytes per copy")
+	rounds := fs.Int("rounds", 5, "alternations of native and gpuos")
+	fs.Parse(args)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	t := &table{json: c.json}
+	defer t.flush()
+	nv, err := openNative(c.backend, *n)
+	if err != nil {
+		return err
+	}
+	defer nv.close()
+	cl, s, err := session(ctx, c.socket, *token, "copy")
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	defer s.Close()
+	buf, err := s.CreateBuffer(ctx, *n)
+	if err != nil {
+		return err
+	}
+	host := make([]byte, *n)
+	for i := range host {
+		host[i] = byte(i * 3)
+	}
+	var nat, via []float64
+	for r := 0; r < *rounds+1; r++ {
+		g, err := nv.bandwidth(*n, false, true, 1)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		if err := s.CopyToDevice(buf.At(0), host, nil); err != nil {
+			return err
+		}
+		if err := s.Synchronize(ctx); err != nil {
+			return err
+		}
+		d := time.Since(start)
+		if r > 0 {
+			nat = append(nat, g)
+			via = append(via, float64(*n)/d.Seconds()/1e9)
+		}
+	}
+	check := make([]byte, 4096)
+	if err := buf.Read(ctx, *n-4096, check); err != nil {
+		return err
+	}
+	for i := range check {
+		if check[i] != host[int(*n)-4096+i] {
+			return fmt.Errorf("the copied data differs at byte %d", int(*n)-4096+i)
+		}
+	}
+	gn, gg := median(nat), median(via)
+	t.add(row{What: fmt.Sprintf("pageable HtoD %s: gpuos vs native (GB/s)", sizeName(*n)), Base: gn, GPUOS: gg, Unit: "GB/s",
+		Ratio: gg / gn, Target: 1.5})
+	return nil
+}
