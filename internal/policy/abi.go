@@ -45,15 +45,25 @@ var (
 var hookDefs = [numHooks]hookDef{
 	HookInit:        {"gpuos_init", nil, []api.ValueType{i32}},
 	HookSessionOpen: {"gpuos_on_session_open", []api.ValueType{i32, i64, i32, i32}, []api.ValueType{i32}},
-	HookSubmit:      {"gpuos_on_submit", []api.ValueType{i32, i32, i64, i64}, []api.ValueType{i32}},
+	HookSubmit:      {"gpuos_on_submit", []api.ValueType{i32, i32, i64, i64, i32, i32}, []api.ValueType{i32}},
 	HookDispatch:    {"gpuos_on_dispatch", []api.ValueType{i32, i32, i32}, []api.ValueType{i64}},
-	HookComplete:    {"gpuos_on_complete", []api.ValueType{i32, i32, i32, i64, i64, i32}, []api.ValueType{i32}},
+	HookComplete:    {"gpuos_on_complete", []api.ValueType{i32, i32, i32, i64, i64, i32, i64}, []api.ValueType{i32}},
 	HookPreempt:     {"gpuos_on_preempt", []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}},
 	HookTick:        {"gpuos_on_tick", []api.ValueType{i64}, []api.ValueType{i32}},
 	HookAlloc:       {"gpuos_on_alloc", []api.ValueType{i32, i64, i64, i64}, []api.ValueType{i32}},
 	HookPressure:    {"gpuos_on_pressure", []api.ValueType{i64, i32, i64, i32, i32, i32, i32}, []api.ValueType{i32}},
 	HookFault:       {"gpuos_on_fault", []api.ValueType{i32, i64, i32}, []api.ValueType{i32}},
 }
+
+// Flags a guest may set in the high half of gpuos_hooks, to be called less.
+const (
+	// FlagSubmitIdleOnly: call on_submit only when the command finds its
+	// tenant idle on the engine (queued 1, in flight 0).
+	FlagSubmitIdleOnly = 1 << 32
+	// FlagWorkConserving: when exactly one tenant is ready, dispatch it
+	// without calling on_dispatch.
+	FlagWorkConserving = 1 << 33
+)
 
 // String returns the hook's ABI name without the gpuos_ prefix.
 func (h Hook) String() string {
@@ -96,11 +106,15 @@ const PressureSwapIn = 1 << 0
 
 // Sizes of the records the host writes into the exchange area.
 const (
+	// on_dispatch's record, one per ready tenant: u32 tenant, u32 queued,
+	// u32 in_flight, i32 class, i64 weight, i64 in_flight_cost, i64
+	// head_cost, u64 head_seq, i64 usage (all of the dispatch's engine).
+	readyRecordSize = 56
 	// on_pressure's record: u32 tenant, i32 priority, u32 flags, u32 zero,
 	// u64 bytes, u64 last_use, u64 window.
 	candidateSize = 40
 	// defaultExchange is the exchange area the host asks for at
-	// instantiation: enough for 11264 ready tenants or 1024 candidates with
+	// instantiation: enough for 804 ready tenants or 1024 candidates with
 	// their answer.
 	defaultExchange = 44 << 10
 	maxExchange     = 1 << 20
@@ -134,11 +148,7 @@ var hostFuncs = map[string]hostFunc{
 	"head_seq":            {[]api.ValueType{i32, i32}, []api.ValueType{i64}},
 	"engine_in_flight":    {[]api.ValueType{i32}, []api.ValueType{i32}},
 	"slice_target":        {nil, []api.ValueType{i64}},
-	"map_open":            {[]api.ValueType{i32, i32}, []api.ValueType{i32}},
-	"map_get":             {[]api.ValueType{i32, i32}, []api.ValueType{i64}},
-	"map_set":             {[]api.ValueType{i32, i32, i64}, nil},
-	"map_add":             {[]api.ValueType{i32, i32, i64}, []api.ValueType{i64}},
-	"map_reset":           {[]api.ValueType{i32}, nil},
+	"map_open":            {[]api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}},
 	"in_flight_cost":      {[]api.ValueType{i32, i32}, []api.ValueType{i64}},
 	"log":                 {[]api.ValueType{i32, i32}, nil},
 }

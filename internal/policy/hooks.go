@@ -125,22 +125,36 @@ func (i *Instance) OnSessionOpen(env Env, e SessionEvent) (admit bool, err error
 	}
 }
 
-// OnSubmit reports a command entering a tenant's queue.
+// OnSubmit reports a command entering a tenant's queue. The guest also gets
+// the tenant's queued and in-flight counts on that engine after it, from env.
+// A guest that set FlagSubmitIdleOnly is called only when they are 1 and 0.
 func (i *Instance) OnSubmit(env Env, e SubmitEvent) error {
+	var queued, inFlight uint32
+	if env != nil {
+		queued, inFlight = uint32(env.Queued(e.Tenant, e.Engine)), uint32(env.InFlight(e.Tenant, e.Engine))
+	}
+	// flags are set before the instance is shared, so read without mu.
+	if i.flags&FlagSubmitIdleOnly != 0 && (queued != 1 || inFlight != 0) {
+		return nil
+	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	f := i.fns[HookSubmit]
 	if f == nil {
 		return i.dead
 	}
-	st := i.stack[:4]
+	st := i.stack[:6]
 	st[0], st[1], st[2], st[3] = uint64(e.Tenant), uint64(e.Engine), e.Session, uint64(e.Cost)
+	st[4], st[5] = uint64(queued), uint64(inFlight)
 	return i.result("on_submit", f, env, st)
 }
 
 // OnDispatch asks which of the ready tenants (in increasing id order) to
-// dispatch from next on an engine. The decision is checked: a tenant that
-// is not ready stops the instance with ErrInvalidDecision.
+// dispatch from next on an engine (a guest that set FlagWorkConserving is
+// not asked when only one is ready: that one is dispatched). The guest sees one record per ready
+// tenant with what it most often needs (readyRecord), read from env. The
+// decision is checked: a tenant that is not ready stops the instance with
+// ErrInvalidDecision.
 func (i *Instance) OnDispatch(env Env, engine uint32, ready []uint32) (Choice, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -154,15 +168,31 @@ func (i *Instance) OnDispatch(env Env, engine uint32, ready []uint32) (Choice, e
 	if i.dead != nil {
 		return Choice{}, i.dead
 	}
+	if len(ready) == 1 && i.flags&FlagWorkConserving != 0 {
+		return Choice{Tenant: ready[0]}, nil
+	}
 	// More ready tenants than the largest exchange area holds: offer the first ones.
-	n := uint32(min(len(ready), maxExchange/4))
+	n := uint32(min(len(ready), maxExchange/readyRecordSize))
 	ready = ready[:n]
-	ptr, buf, err := i.exchange(4 * n)
+	ptr, buf, err := i.exchange(readyRecordSize * n)
 	if err != nil {
 		return Choice{}, err
 	}
 	for k, t := range ready {
-		le.PutUint32(buf[4*k:], t)
+		r := buf[k*readyRecordSize : (k+1)*readyRecordSize]
+		le.PutUint32(r[0:], t)
+		if env == nil {
+			clear(r[4:])
+			continue
+		}
+		le.PutUint32(r[4:], uint32(env.Queued(t, engine)))
+		le.PutUint32(r[8:], uint32(env.InFlight(t, engine)))
+		le.PutUint32(r[12:], uint32(int32(env.Class(t))))
+		le.PutUint64(r[16:], uint64(env.Weight(t, engine)))
+		le.PutUint64(r[24:], uint64(env.InFlightCost(t, engine)))
+		le.PutUint64(r[32:], uint64(env.HeadCost(t, engine)))
+		le.PutUint64(r[40:], env.HeadSeq(t, engine))
+		le.PutUint64(r[48:], uint64(env.Usage(t, engine)))
 	}
 	st := i.stack[:3]
 	st[0], st[1], st[2] = uint64(engine), uint64(ptr), uint64(n)
@@ -181,7 +211,8 @@ func (i *Instance) OnDispatch(env Env, engine uint32, ready []uint32) (Choice, e
 	return Choice{}, i.fail("on_dispatch", fmt.Errorf("chose tenant %d, which is not among the %d ready: %w", t, len(ready), ErrInvalidDecision))
 }
 
-// OnComplete reports completed work and its charge.
+// OnComplete reports completed work and its charge. The guest also gets the
+// tenant's weight on that engine, from env (1 without one).
 func (i *Instance) OnComplete(env Env, e CompleteEvent) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -189,11 +220,14 @@ func (i *Instance) OnComplete(env Env, e CompleteEvent) error {
 	if f == nil {
 		return i.dead
 	}
-	st := i.stack[:6]
+	st := i.stack[:7]
 	st[0], st[1], st[2], st[3], st[4] = uint64(e.Tenant), uint64(e.Engine), uint64(e.Commands), uint64(e.Charge), uint64(e.Estimate)
-	st[5] = 0
+	st[5], st[6] = 0, 1
 	if e.Failed {
 		st[5] = 1
+	}
+	if env != nil {
+		st[6] = uint64(env.Weight(e.Tenant, e.Engine))
 	}
 	return i.result("on_complete", f, env, st)
 }

@@ -14,7 +14,7 @@ import (
 // may be loaded, and a hook must not be stopped for that.
 var patient = Limits{Deadline: 10 * time.Second, InitDeadline: 30 * time.Second}
 
-func compile(t *testing.T, name string, wasm []byte, lim Limits) *Module {
+func compile(t testing.TB, name string, wasm []byte, lim Limits) *Module {
 	t.Helper()
 	m, err := Compile(context.Background(), name, wasm, Options{Limits: lim})
 	if err != nil {
@@ -24,7 +24,7 @@ func compile(t *testing.T, name string, wasm []byte, lim Limits) *Module {
 	return m
 }
 
-func instance(t *testing.T, m *Module) *Instance {
+func instance(t testing.TB, m *Module) *Instance {
 	t.Helper()
 	i, err := m.Instantiate(context.Background(), nil)
 	if err != nil {

@@ -44,11 +44,12 @@ type Instance struct {
 	mu       sync.Mutex
 	env      Env
 	store    *Maps
-	maps     []mapSlot
+	maps     []string // full names of the maps the guest opened
 	fns      [numHooks]api.Function
 	exchFn   api.Function
 	exch     uint32 // exchange area: address and size in guest memory
 	exchSize uint32
+	flags    uint64 // FlagSubmitIdleOnly, FlagWorkConserving
 	stack    [8]uint64
 	stopErr  error // why a host function stopped the guest
 	dead     error
@@ -62,10 +63,6 @@ type Instance struct {
 	gone     bool
 }
 
-type mapSlot struct {
-	name string // as the guest opened it
-	m    *tenantMap
-}
 
 // Instantiate starts a new instance of the module and initializes it:
 // the reactor's _initialize, the ABI version check, the exchange area, and
@@ -152,6 +149,7 @@ func (i *Instance) start(ctx context.Context) error {
 				i.fns[h] = nil
 			}
 		}
+		i.flags = st[0] & (FlagSubmitIdleOnly | FlagWorkConserving)
 	}
 	if f := mod.ExportedFunction(exportExchange); f != nil {
 		i.exchFn = f
@@ -249,6 +247,13 @@ func (i *Instance) release() error {
 		return nil
 	}
 	unwatch(i)
+	i.store.release(i, func(ptr, n uint32) []byte {
+		if i.mod == nil {
+			return nil
+		}
+		b, _ := i.mod.Memory().Read(ptr, n)
+		return b
+	})
 	var err error
 	if i.rt != nil {
 		err = i.rt.Close(context.Background())
@@ -437,25 +442,7 @@ func (i *Instance) instantiateHost(ctx context.Context) error {
 		}
 	})
 	host("map_open", func(_ context.Context, mod api.Module, stack []uint64) {
-		ptr, n := t(stack, 0), t(stack, 1)
-		if n > maxMapNameLen {
-			stack[0] = uint64(uint32(0xffffffff))
-			return
-		}
-		name := string(i.memory(mod, ptr, n, "map_open"))
-		stack[0] = uint64(uint32(i.openMap(name)))
-	})
-	host("map_get", func(_ context.Context, _ api.Module, stack []uint64) {
-		stack[0] = uint64(i.mapFor(t(stack, 0), "map_get").Get(t(stack, 1)))
-	})
-	host("map_set", func(_ context.Context, _ api.Module, stack []uint64) {
-		i.mapFor(t(stack, 0), "map_set").Set(t(stack, 1), int64(stack[2]))
-	})
-	host("map_add", func(_ context.Context, _ api.Module, stack []uint64) {
-		stack[0] = uint64(i.mapFor(t(stack, 0), "map_add").Add(t(stack, 1), int64(stack[2])))
-	})
-	host("map_reset", func(_ context.Context, _ api.Module, stack []uint64) {
-		i.mapFor(t(stack, 0), "map_reset").Reset()
+		stack[0] = uint64(uint32(i.openMap(mod, t(stack, 0), t(stack, 1), t(stack, 2), t(stack, 3))))
 	})
 	host("log", func(_ context.Context, mod api.Module, stack []uint64) {
 		ptr, n := t(stack, 0), t(stack, 1)
@@ -465,41 +452,74 @@ func (i *Instance) instantiateHost(ctx context.Context) error {
 	return err
 }
 
-// openMap returns the handle of a map, opening it if needed; -1 for a bad
-// name or too many maps.
-func (i *Instance) openMap(name string) int32 {
-	if !validMapName(name) {
+// openMap registers the guest's array of n int64 at vals as the map named
+// by the name at namePtr. It returns a handle (>= 0), -1 for a bad name,
+// a bad array, too many maps or a map another instance holds, or -need
+// (<= -2) when the array is too small for the map's current values.
+func (i *Instance) openMap(mod api.Module, namePtr, nameLen, vals, n uint32) int32 {
+	if nameLen > maxMapNameLen || n == 0 || n > maxMapTenants || vals%8 != 0 {
 		return -1
 	}
-	for h, s := range i.maps {
-		if s.name == name {
-			return int32(h)
+	name := string(i.memory(mod, namePtr, nameLen, "map_open"))
+	buf, ok := mod.Memory().Read(vals, 8*n)
+	if !validMapName(name) || !ok {
+		return -1
+	}
+	full := i.m.name + "." + name
+	h := -1
+	for k, x := range i.maps {
+		if x == full {
+			h = k
 		}
 	}
-	if len(i.maps) >= maxMaps {
+	if h < 0 && len(i.maps) >= maxMaps {
 		return -1
 	}
-	i.maps = append(i.maps, mapSlot{name: name, m: i.store.open(i.m.name + "." + name)})
-	return int32(len(i.maps) - 1)
-}
-
-// mapFor returns the map of a handle; a handle the guest never opened stops it.
-func (i *Instance) mapFor(h uint32, what string) *tenantMap {
-	if int(h) >= len(i.maps) {
-		i.stop(fmt.Errorf("%s: map handle %d was never opened: %w", what, h, ErrABI))
+	ok, need := i.store.open(i, full, vals, n, buf)
+	switch {
+	case !ok:
+		return -1
+	case need > n:
+		return -int32(need)
 	}
-	return i.maps[h].m
+	if h < 0 {
+		i.maps = append(i.maps, full)
+		h = len(i.maps) - 1
+	}
+	return int32(h)
 }
 
-// MapNames returns the names of the maps the guest opened.
+// readMap reads a map the instance holds, between hooks.
+func (i *Instance) readMap(s *Maps, name string) []int64 {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	s.mu.Lock()
+	e := s.m[name]
+	var ptr, n uint32
+	held := e != nil && e.live == i
+	if held {
+		ptr, n = e.ptr, e.n
+	} else if e != nil {
+		vals := append([]int64(nil), e.vals...)
+		s.mu.Unlock()
+		return vals
+	}
+	s.mu.Unlock()
+	if !held || i.mod == nil {
+		return nil
+	}
+	b, ok := i.mod.Memory().Read(ptr, 8*n)
+	if !ok {
+		return nil
+	}
+	return decodeValues(b)
+}
+
+// MapNames returns the full names of the maps the guest opened.
 func (i *Instance) MapNames() []string {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	names := make([]string, len(i.maps))
-	for k, s := range i.maps {
-		names[k] = s.name
-	}
-	return names
+	return append([]string(nil), i.maps...)
 }
 
 // exchange returns the exchange area with room for n bytes, asking the

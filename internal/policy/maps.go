@@ -1,126 +1,158 @@
 package policy
 
 import (
+	"encoding/binary"
 	"sort"
 	"strings"
 	"sync"
 )
 
 // Maps holds the typed maps of the WebAssembly policies of one driver: one
-// int64 per tenant id, by name. A guest opens a map by a short name; the
-// store keeps it as "<policy>.<name>", so a policy reaches only its own maps.
-// Maps outlive instances: a policy switched away from and back, or ejected,
-// finds (and the command line shows) its maps as it left them, until Drop.
-// All methods are safe for concurrent use.
+// int64 per tenant id, by name. A guest keeps each of its maps in its own
+// memory (an array of little-endian int64 indexed by tenant id) and
+// registers it with map_open, so reading and writing a map costs the guest
+// nothing; the host reads it from there, between hooks, for the command
+// line. A guest opens a map by a short name and the store keeps it as
+// "<policy>.<name>", so a policy reaches only its own maps.
+//
+// Maps outlive instances: when an instance stops (closed, or ejected), the
+// store copies its maps out of the guest's memory, and the next instance of
+// the policy that opens them finds them as they were. Only the guest writes
+// its maps.
+//
+// All methods are safe for concurrent use. Lock order: Instance.mu, then
+// Maps.mu.
 type Maps struct {
 	mu sync.Mutex
-	m  map[string]*tenantMap
+	m  map[string]*mapEntry
 }
 
-// NewMaps returns an empty store.
-func NewMaps() *Maps { return &Maps{m: map[string]*tenantMap{}} }
-
-// tenantMap is one map; its values are guarded by the store's mutex.
-type tenantMap struct {
-	s    *Maps
+// mapEntry is one map: its values while no instance holds it, or where in
+// which instance's memory they are.
+type mapEntry struct {
 	vals []int64
+	live *Instance
+	ptr  uint32 // n values at ptr in live's memory
+	n    uint32
 }
 
-// maxMapTenants bounds a map's length: a guest setting the value of tenant
-// 4 billion must not make the host allocate 32 GiB.
+// maxMapTenants bounds a map's length (the array a guest may register).
 const maxMapTenants = 1 << 16
 
-func (s *Maps) open(name string) *tenantMap {
+// NewMaps returns an empty store.
+func NewMaps() *Maps { return &Maps{m: map[string]*mapEntry{}} }
+
+// open registers a map of instance i at ptr (n values), copying the map's
+// current values there (buf is that guest memory). It returns false if the
+// map is held by another instance, and need > n if the map has more values
+// than the array holds (nothing is registered then).
+func (s *Maps) open(i *Instance, name string, ptr, n uint32, buf []byte) (ok bool, need uint32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if m, ok := s.m[name]; ok {
-		return m
+	e, exists := s.m[name]
+	if !exists {
+		e = &mapEntry{}
+		s.m[name] = e
 	}
-	m := &tenantMap{s: s}
-	s.m[name] = m
-	return m
+	switch {
+	case e.live == i:
+		// The holder moves its array (it grew it and copied the values).
+	case e.live != nil:
+		return false, 0
+	default:
+		if len(e.vals) > int(n) {
+			return true, uint32(len(e.vals))
+		}
+		for k := range n {
+			var v int64
+			if int(k) < len(e.vals) {
+				v = e.vals[k]
+			}
+			binary.LittleEndian.PutUint64(buf[8*k:], uint64(v))
+		}
+		e.vals = nil
+	}
+	e.live, e.ptr, e.n = i, ptr, n
+	return true, n
 }
 
-func (m *tenantMap) Get(t uint32) int64 {
-	m.s.mu.Lock()
-	defer m.s.mu.Unlock()
-	if int(t) < len(m.vals) {
-		return m.vals[t]
+// release copies the maps an instance holds out of its memory (read(ptr, n)
+// returns the bytes, nil if they cannot be read). Called with i.mu held.
+func (s *Maps) release(i *Instance, read func(ptr, n uint32) []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.m {
+		if e.live != i {
+			continue
+		}
+		e.vals = decodeValues(read(e.ptr, 8*e.n))
+		e.live = nil
 	}
-	return 0
 }
 
-// Set sets t's value; a tenant id beyond maxMapTenants is ignored (no tenant
-// has it).
-func (m *tenantMap) Set(t uint32, v int64) {
-	m.s.mu.Lock()
-	defer m.s.mu.Unlock()
-	m.setLocked(t, v)
-}
-
-func (m *tenantMap) setLocked(t uint32, v int64) {
-	if t >= maxMapTenants {
-		return
+// decodeValues decodes little-endian int64s, without trailing zeros.
+func decodeValues(b []byte) []int64 {
+	vals := make([]int64, len(b)/8)
+	last := -1
+	for k := range vals {
+		vals[k] = int64(binary.LittleEndian.Uint64(b[8*k:]))
+		if vals[k] != 0 {
+			last = k
+		}
 	}
-	if int(t) >= len(m.vals) {
-		m.vals = append(m.vals, make([]int64, int(t)+1-len(m.vals))...)
-	}
-	m.vals[t] = v
-}
-
-func (m *tenantMap) Add(t uint32, d int64) int64 {
-	m.s.mu.Lock()
-	defer m.s.mu.Unlock()
-	var v int64
-	if int(t) < len(m.vals) {
-		v = m.vals[t]
-	}
-	v += d
-	m.setLocked(t, v)
-	return v
-}
-
-func (m *tenantMap) Reset() {
-	m.s.mu.Lock()
-	clear(m.vals)
-	m.s.mu.Unlock()
+	return vals[:last+1]
 }
 
 // MapValues is a snapshot of one map: its full name and its values by
-// tenant id (ids never set are absent).
+// tenant id (zero values left out).
 type MapValues struct {
 	Name   string
 	Values map[uint32]int64
 }
 
 // Snapshot returns the maps whose full name starts with prefix ("" for all),
-// sorted by name.
+// sorted by name. A map an instance holds is read from its memory between
+// two of its hooks.
 func (s *Maps) Snapshot(prefix string) []MapValues {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []MapValues
-	for name, m := range s.m {
+	var live []*Instance
+	var liveNames []string
+	for name, e := range s.m {
 		if !strings.HasPrefix(name, prefix) {
 			continue
 		}
-		mv := MapValues{Name: name, Values: map[uint32]int64{}}
-		for t, v := range m.vals {
-			if v != 0 {
-				mv.Values[uint32(t)] = v
-			}
+		if e.live != nil {
+			live, liveNames = append(live, e.live), append(liveNames, name)
+			continue
 		}
-		out = append(out, mv)
+		out = append(out, values(name, e.vals))
+	}
+	s.mu.Unlock()
+	for k, i := range live {
+		out = append(out, values(liveNames[k], i.readMap(s, liveNames[k])))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
-// Drop deletes the maps of a policy (on unload).
+func values(name string, vals []int64) MapValues {
+	mv := MapValues{Name: name, Values: map[uint32]int64{}}
+	for t, v := range vals {
+		if v != 0 {
+			mv.Values[uint32(t)] = v
+		}
+	}
+	return mv
+}
+
+// Drop deletes the maps of a policy (on unload). Maps an instance still
+// holds stay until it stops.
 func (s *Maps) Drop(policy string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for name := range s.m {
-		if strings.HasPrefix(name, policy+".") {
+	for name, e := range s.m {
+		if strings.HasPrefix(name, policy+".") && e.live == nil {
 			delete(s.m, name)
 		}
 	}

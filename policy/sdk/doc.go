@@ -15,8 +15,8 @@
 //
 //	type lowestID struct{}
 //
-//	func (lowestID) OnDispatch(e sdk.Engine, ready []sdk.Tenant) sdk.Decision {
-//		return sdk.Run(ready[0])
+//	func (lowestID) OnDispatch(e sdk.Engine, ready []sdk.Ready) sdk.Decision {
+//		return sdk.Run(ready[0].Tenant())
 //	}
 //
 //	func init() { sdk.Register(lowestID{}) }

@@ -47,9 +47,5 @@ func (zeroHost) HeadCost(Tenant, Engine) int64     { return 0 }
 func (zeroHost) HeadSeq(Tenant, Engine) uint64     { return 0 }
 func (zeroHost) EngineInFlight(Engine) int         { return 0 }
 func (zeroHost) SliceTarget() time.Duration        { return 0 }
-func (zeroHost) MapOpen(string) int32              { return -1 }
-func (zeroHost) MapGet(int32, Tenant) int64        { return 0 }
-func (zeroHost) MapSet(int32, Tenant, int64)       {}
-func (zeroHost) MapAdd(int32, Tenant, int64) int64 { return 0 }
-func (zeroHost) MapReset(int32)                    {}
+func (zeroHost) MapOpen(string, []int64) int32     { return 0 }
 func (zeroHost) Log(string)                        {}

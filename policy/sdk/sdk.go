@@ -42,6 +42,9 @@ type SubmitEvent struct {
 	Engine  Engine
 	Session uint64
 	Cost    int64 // estimated charge: ns (compute) or bytes (copy)
+	// Queued and InFlight are the tenant's counts on the engine with this
+	// command queued (Queued == 1 && InFlight == 0: it was idle).
+	Queued, InFlight int
 }
 
 // CompleteEvent describes completed work and its charge.
@@ -52,6 +55,7 @@ type CompleteEvent struct {
 	Charge   int64 // ns of GPU time (compute) or bytes (copy)
 	Estimate int64
 	Failed   bool
+	Weight   int64 // the tenant's weight on the engine now
 }
 
 // PreemptEvent describes a sliced command yielding between two slices.
@@ -103,6 +107,61 @@ type FaultEvent struct {
 	Kind    uint32
 }
 
+// Ready is a tenant with a command ready to dispatch on an engine, with
+// what dispatch decisions most often need (all of that engine), so a policy
+// needs no host call for them. It is a view of the host's record, decoded
+// field by field on demand (decoding costs time in WebAssembly), valid
+// during the OnDispatch call only.
+type Ready struct {
+	b []byte // the ABI's 56-byte record
+}
+
+func (r Ready) u32(off int) uint32 { return binary.LittleEndian.Uint32(r.b[off : off+4]) }
+func (r Ready) u64(off int) uint64 { return binary.LittleEndian.Uint64(r.b[off : off+8]) }
+
+// Tenant is the ready tenant.
+func (r Ready) Tenant() Tenant { return Tenant(r.u32(0)) }
+
+// Queued is how many of its commands wait.
+func (r Ready) Queued() int { return int(r.u32(4)) }
+
+// InFlight is how many it has issued and not seen complete.
+func (r Ready) InFlight() int { return int(r.u32(8)) }
+
+// Class is its effective class.
+func (r Ready) Class() Class { return Class(int32(r.u32(12))) }
+
+// Weight is its share weight on the engine (>= 1).
+func (r Ready) Weight() int64 { return int64(r.u64(16)) }
+
+// InFlightCost is the estimated charge of what it has in flight.
+func (r Ready) InFlightCost() int64 { return int64(r.u64(24)) }
+
+// HeadCost is the estimated charge of the command it would issue.
+func (r Ready) HeadCost() int64 { return int64(r.u64(32)) }
+
+// HeadSeq is that command's device-wide submission number.
+func (r Ready) HeadSeq() uint64 { return r.u64(40) }
+
+// Usage is what it has been charged so far on the engine: ns or bytes.
+func (r Ready) Usage() int64 { return int64(r.u64(48)) }
+
+// NewReady makes a Ready from its fields, for tests of a policy's logic.
+func NewReady(t Tenant, queued, inFlight int, class Class, weight, inFlightCost, headCost int64, headSeq uint64, usage int64) Ready {
+	b := make([]byte, readySize)
+	le := binary.LittleEndian
+	le.PutUint32(b[0:], uint32(t))
+	le.PutUint32(b[4:], uint32(queued))
+	le.PutUint32(b[8:], uint32(inFlight))
+	le.PutUint32(b[12:], uint32(class))
+	le.PutUint64(b[16:], uint64(weight))
+	le.PutUint64(b[24:], uint64(inFlightCost))
+	le.PutUint64(b[32:], uint64(headCost))
+	le.PutUint64(b[40:], headSeq)
+	le.PutUint64(b[48:], uint64(usage))
+	return Ready{b}
+}
+
 // Decision is OnDispatch's answer; make one with Run, RunSliced or Wait.
 type Decision struct {
 	Tenant Tenant
@@ -144,7 +203,7 @@ type (
 	// Dispatcher picks the next queue of an engine among the ready tenants
 	// (increasing ids; the slice is reused after the call).
 	Dispatcher interface {
-		OnDispatch(e Engine, ready []Tenant) Decision
+		OnDispatch(e Engine, ready []Ready) Decision
 	}
 	// Completer is told of completed work and its charge.
 	Completer interface{ OnComplete(CompleteEvent) error }
@@ -178,10 +237,23 @@ const (
 	hookFault
 )
 
-// registered is the policy; hooks the bit set of what it implements.
+// registered is the policy; hooks the bit set of what it implements. The
+// hooks are resolved once, here: a type assertion costs about half a
+// microsecond in WebAssembly, more than the rest of a hook call.
 var (
 	registered any
 	hooks      uint64
+
+	onInit        func() error
+	onSessionOpen func(SessionEvent) bool
+	onSubmit      func(SubmitEvent) error
+	onDispatch    func(Engine, []Ready) Decision
+	onComplete    func(CompleteEvent) error
+	onPreempt     func(PreemptEvent) error
+	onTick        func(time.Duration) error
+	onAlloc       func(AllocEvent) bool
+	onPressure    func(Pressure, []Candidate) []int
+	onFault       func(FaultEvent) error
 )
 
 // ErrRegistered is Register's answer to a second policy.
@@ -193,44 +265,63 @@ func Register(p any) error {
 		return ErrRegistered
 	}
 	registered = p
-	hooks = hooksOf(p)
+	hooks = 0
+	if h, ok := p.(Initializer); ok {
+		onInit, hooks = h.Init, hooks|hookInit
+	}
+	if h, ok := p.(SessionOpener); ok {
+		onSessionOpen, hooks = h.OnSessionOpen, hooks|hookSessionOpen
+	}
+	if h, ok := p.(Submitter); ok {
+		onSubmit, hooks = h.OnSubmit, hooks|hookSubmit
+	}
+	if h, ok := p.(Dispatcher); ok {
+		onDispatch, hooks = h.OnDispatch, hooks|hookDispatch
+	}
+	if h, ok := p.(Completer); ok {
+		onComplete, hooks = h.OnComplete, hooks|hookComplete
+	}
+	if h, ok := p.(Preempter); ok {
+		onPreempt, hooks = h.OnPreempt, hooks|hookPreempt
+	}
+	if h, ok := p.(Ticker); ok {
+		onTick, hooks = h.OnTick, hooks|hookTick
+	}
+	if h, ok := p.(AllocChecker); ok {
+		onAlloc, hooks = h.OnAlloc, hooks|hookAlloc
+	}
+	if h, ok := p.(VictimChooser); ok {
+		onPressure, hooks = h.OnPressure, hooks|hookPressure
+	}
+	if h, ok := p.(FaultHandler); ok {
+		onFault, hooks = h.OnFault, hooks|hookFault
+	}
+	if h, ok := p.(SubmitIdleOnly); ok && h.SubmitIdleOnly() {
+		hooks |= flagSubmitIdleOnly
+	}
+	if h, ok := p.(WorkConserving); ok && h.WorkConserving() {
+		hooks |= flagWorkConserving
+	}
 	return nil
 }
 
-func hooksOf(p any) uint64 {
-	var h uint64
-	if _, ok := p.(Initializer); ok {
-		h |= hookInit
-	}
-	if _, ok := p.(SessionOpener); ok {
-		h |= hookSessionOpen
-	}
-	if _, ok := p.(Submitter); ok {
-		h |= hookSubmit
-	}
-	if _, ok := p.(Dispatcher); ok {
-		h |= hookDispatch
-	}
-	if _, ok := p.(Completer); ok {
-		h |= hookComplete
-	}
-	if _, ok := p.(Preempter); ok {
-		h |= hookPreempt
-	}
-	if _, ok := p.(Ticker); ok {
-		h |= hookTick
-	}
-	if _, ok := p.(AllocChecker); ok {
-		h |= hookAlloc
-	}
-	if _, ok := p.(VictimChooser); ok {
-		h |= hookPressure
-	}
-	if _, ok := p.(FaultHandler); ok {
-		h |= hookFault
-	}
-	return h
-}
+// Flags of gpuos_hooks, after the hook bits.
+const (
+	flagSubmitIdleOnly = 1 << 32
+	flagWorkConserving = 1 << 33
+)
+
+// Optional declarations that spare a policy hook calls it does not need
+// (each costs about a tenth of a microsecond).
+type (
+	// SubmitIdleOnly: a Submitter that returning true is told only of the
+	// commands that find their tenant idle on the engine (Queued 1,
+	// InFlight 0).
+	SubmitIdleOnly interface{ SubmitIdleOnly() bool }
+	// WorkConserving: a Dispatcher that returning true always dispatches
+	// the only ready tenant, so the host does it without asking.
+	WorkConserving interface{ WorkConserving() bool }
+)
 
 // The exchange area: the host writes hook inputs at its start.
 var exch []byte
@@ -261,19 +352,24 @@ func admit(ok bool) int32 {
 	return 1
 }
 
-var readyBuf []Tenant
+var readyBuf []Ready
 
-// dispatch decodes the ready list from the exchange area and asks the policy.
+// readySize is the ABI's record of a ready tenant: u32 tenant, u32 queued,
+// u32 in_flight, i32 class, i64 weight, i64 in_flight_cost, i64 head_cost,
+// u64 head_seq, i64 usage.
+const readySize = 56
+
+// dispatch decodes the ready records from the exchange area and asks the
+// policy.
 func dispatch(e Engine, n uint32) uint64 {
-	d, ok := registered.(Dispatcher)
-	if !ok || uint64(n)*4 > uint64(len(exch)) {
+	if onDispatch == nil || uint64(n)*readySize > uint64(len(exch)) {
 		return Wait(0).encode()
 	}
 	readyBuf = readyBuf[:0]
 	for k := uint32(0); k < n; k++ {
-		readyBuf = append(readyBuf, Tenant(binary.LittleEndian.Uint32(exch[4*k:])))
+		readyBuf = append(readyBuf, Ready{exch[k*readySize : (k+1)*readySize]})
 	}
-	return d.OnDispatch(e, readyBuf).encode()
+	return onDispatch(e, readyBuf).encode()
 }
 
 var candBuf []Candidate
@@ -285,8 +381,7 @@ const candidateSize = 40
 // pressure decodes the candidates, asks the policy and writes the answer
 // after them.
 func pressure(p Pressure, n uint32) int32 {
-	v, ok := registered.(VictimChooser)
-	if !ok || uint64(n)*(candidateSize+4) > uint64(len(exch)) {
+	if onPressure == nil || uint64(n)*(candidateSize+4) > uint64(len(exch)) {
 		return 0
 	}
 	candBuf = candBuf[:0]
@@ -303,7 +398,7 @@ func pressure(p Pressure, n uint32) int32 {
 			Window:   binary.LittleEndian.Uint64(r[32:]),
 		})
 	}
-	victims := v.OnPressure(p, candBuf)
+	victims := onPressure(p, candBuf)
 	out := exch[n*candidateSize:]
 	k := 0
 	for _, i := range victims {
@@ -317,21 +412,39 @@ func pressure(p Pressure, n uint32) int32 {
 }
 
 // Map is a typed map shared with the host: one int64 per tenant, readable
-// with gpuos policy maps as "<policy>.<name>".
+// with gpuos policy maps as "<policy>.<name>". Its values live in the
+// guest's memory (the host reads them between hooks), so Get, Set and Add
+// cost no host call. A new instance of the policy finds its maps as the last
+// one left them.
 type Map struct {
-	h int32
+	s *mapState
 }
 
-// ErrMapName is OpenMap's answer to a bad name or too many maps.
-var ErrMapName = errors.New("sdk: bad map name (1-64 of a-z 0-9 . _ -) or more than 64 maps")
+type mapState struct {
+	name string
+	vals []int64
+}
+
+// maxTenants bounds a map: the host keeps no value beyond this tenant id.
+const maxTenants = 1 << 16
+
+// ErrMapName is OpenMap's answer to a bad name, too many maps (64), or a
+// map held by another instance.
+var ErrMapName = errors.New("sdk: bad map name (1-64 of a-z 0-9 . _ -), more than 64 maps, or map in use")
 
 // OpenMap opens (creating it if needed, all zero) the map with this name.
 func OpenMap(name string) (Map, error) {
-	h := host().MapOpen(name)
-	if h < 0 {
-		return Map{}, ErrMapName
+	s := &mapState{name: name, vals: make([]int64, 64)}
+	for {
+		h := host().MapOpen(name, s.vals)
+		switch {
+		case h >= 0:
+			return Map{s: s}, nil
+		case h == -1 || -int(h) > maxTenants:
+			return Map{}, ErrMapName
+		}
+		s.vals = make([]int64, -int(h)) // the map holds more values: make room
 	}
-	return Map{h: h}, nil
 }
 
 // MustMap is OpenMap for names known to be good; it panics otherwise (which
@@ -344,17 +457,51 @@ func MustMap(name string) Map {
 	return m
 }
 
+// room makes t's value addressable, moving the array if it must grow; false
+// for a tenant id beyond maxTenants.
+func (m Map) room(t Tenant) bool {
+	s := m.s
+	if int(t) < len(s.vals) {
+		return true
+	}
+	if t >= maxTenants {
+		return false
+	}
+	vals := make([]int64, min(max(int(t)+1, 2*len(s.vals)), maxTenants))
+	copy(vals, s.vals)
+	if host().MapOpen(s.name, vals) < 0 {
+		return false
+	}
+	s.vals = vals
+	return true
+}
+
 // Get returns t's value.
-func (m Map) Get(t Tenant) int64 { return host().MapGet(m.h, t) }
+func (m Map) Get(t Tenant) int64 {
+	if int(t) < len(m.s.vals) {
+		return m.s.vals[t]
+	}
+	return 0
+}
 
 // Set sets t's value.
-func (m Map) Set(t Tenant, v int64) { host().MapSet(m.h, t, v) }
+func (m Map) Set(t Tenant, v int64) {
+	if m.room(t) {
+		m.s.vals[t] = v
+	}
+}
 
 // Add adds d to t's value and returns the sum.
-func (m Map) Add(t Tenant, d int64) int64 { return host().MapAdd(m.h, t, d) }
+func (m Map) Add(t Tenant, d int64) int64 {
+	if !m.room(t) {
+		return 0
+	}
+	m.s.vals[t] += d
+	return m.s.vals[t]
+}
 
 // Reset zeroes every value.
-func (m Map) Reset() { host().MapReset(m.h) }
+func (m Map) Reset() { clear(m.s.vals) }
 
 // Host is the ABI's host functions. Inside WebAssembly they are the real
 // ones; elsewhere, the Host given to SetHost (for tests).
@@ -374,11 +521,10 @@ type Host interface {
 	HeadSeq(t Tenant, e Engine) uint64
 	EngineInFlight(e Engine) int
 	SliceTarget() time.Duration
-	MapOpen(name string) int32
-	MapGet(h int32, t Tenant) int64
-	MapSet(h int32, t Tenant, v int64)
-	MapAdd(h int32, t Tenant, d int64) int64
-	MapReset(h int32)
+	// MapOpen registers vals as the storage of the named map and fills it
+	// with the map's values: a handle (>= 0), -1 (refused) or -n (vals
+	// must hold n values).
+	MapOpen(name string, vals []int64) int32
 	Log(msg string)
 }
 

@@ -50,19 +50,7 @@ func hostEngineInFlight(e uint32) int32
 func hostSliceTarget() int64
 
 //go:wasmimport gpuos map_open
-func hostMapOpen(name string) int32
-
-//go:wasmimport gpuos map_get
-func hostMapGet(h int32, t uint32) int64
-
-//go:wasmimport gpuos map_set
-func hostMapSet(h int32, t uint32, v int64)
-
-//go:wasmimport gpuos map_add
-func hostMapAdd(h int32, t uint32, d int64) int64
-
-//go:wasmimport gpuos map_reset
-func hostMapReset(h int32)
+func hostMapOpen(name string, vals *int64, n uint32) int32
 
 //go:wasmimport gpuos log
 func hostLog(msg string)
@@ -100,14 +88,10 @@ func (wasmHost) HeadCost(t Tenant, e Engine) int64 { return hostHeadCost(uint32(
 func (wasmHost) HeadSeq(t Tenant, e Engine) uint64 { return uint64(hostHeadSeq(uint32(t), uint32(e))) }
 func (wasmHost) EngineInFlight(e Engine) int       { return int(hostEngineInFlight(uint32(e))) }
 func (wasmHost) SliceTarget() time.Duration        { return time.Duration(hostSliceTarget()) }
-func (wasmHost) MapOpen(name string) int32         { return hostMapOpen(name) }
-func (wasmHost) MapGet(h int32, t Tenant) int64    { return hostMapGet(h, uint32(t)) }
-func (wasmHost) MapSet(h int32, t Tenant, v int64) { hostMapSet(h, uint32(t), v) }
-func (wasmHost) MapAdd(h int32, t Tenant, d int64) int64 {
-	return hostMapAdd(h, uint32(t), d)
+func (wasmHost) MapOpen(name string, vals []int64) int32 {
+	return hostMapOpen(name, &vals[0], uint32(len(vals)))
 }
-func (wasmHost) MapReset(h int32) { hostMapReset(h) }
-func (wasmHost) Log(msg string)   { hostLog(msg) }
+func (wasmHost) Log(msg string) { hostLog(msg) }
 
 // The ABI's exports.
 
@@ -122,24 +106,24 @@ func exportExchange(size int32) *byte { return &exchangeArea(size)[0] }
 
 //go:wasmexport gpuos_init
 func exportInit() int32 {
-	if p, ok := registered.(Initializer); ok {
-		return result(p.Init())
+	if onInit != nil {
+		return result(onInit())
 	}
 	return 0
 }
 
 //go:wasmexport gpuos_on_session_open
 func exportSessionOpen(tenant uint32, session uint64, pid, class int32) int32 {
-	if p, ok := registered.(SessionOpener); ok {
-		return admit(p.OnSessionOpen(SessionEvent{Tenant(tenant), session, pid, Class(class)}))
+	if onSessionOpen != nil {
+		return admit(onSessionOpen(SessionEvent{Tenant(tenant), session, pid, Class(class)}))
 	}
 	return 0
 }
 
 //go:wasmexport gpuos_on_submit
-func exportSubmit(tenant, engine uint32, session uint64, cost int64) int32 {
-	if p, ok := registered.(Submitter); ok {
-		return result(p.OnSubmit(SubmitEvent{Tenant(tenant), Engine(engine), session, cost}))
+func exportSubmit(tenant, engine uint32, session uint64, cost int64, queued, inFlight uint32) int32 {
+	if onSubmit != nil {
+		return result(onSubmit(SubmitEvent{Tenant(tenant), Engine(engine), session, cost, int(queued), int(inFlight)}))
 	}
 	return 0
 }
@@ -148,33 +132,33 @@ func exportSubmit(tenant, engine uint32, session uint64, cost int64) int32 {
 func exportDispatch(engine, ready, n uint32) uint64 { return dispatch(Engine(engine), n) }
 
 //go:wasmexport gpuos_on_complete
-func exportComplete(tenant, engine, commands uint32, charge, estimate int64, failed uint32) int32 {
-	if p, ok := registered.(Completer); ok {
-		return result(p.OnComplete(CompleteEvent{Tenant(tenant), Engine(engine), int(commands), charge, estimate, failed != 0}))
+func exportComplete(tenant, engine, commands uint32, charge, estimate int64, failed uint32, weight int64) int32 {
+	if onComplete != nil {
+		return result(onComplete(CompleteEvent{Tenant(tenant), Engine(engine), int(commands), charge, estimate, failed != 0, weight}))
 	}
 	return 0
 }
 
 //go:wasmexport gpuos_on_preempt
 func exportPreempt(tenant, engine, remaining, by uint32) int32 {
-	if p, ok := registered.(Preempter); ok {
-		return result(p.OnPreempt(PreemptEvent{Tenant(tenant), Engine(engine), remaining, Tenant(by)}))
+	if onPreempt != nil {
+		return result(onPreempt(PreemptEvent{Tenant(tenant), Engine(engine), remaining, Tenant(by)}))
 	}
 	return 0
 }
 
 //go:wasmexport gpuos_on_tick
 func exportTick(now int64) int32 {
-	if p, ok := registered.(Ticker); ok {
-		return result(p.OnTick(time.Duration(now)))
+	if onTick != nil {
+		return result(onTick(time.Duration(now)))
 	}
 	return 0
 }
 
 //go:wasmexport gpuos_on_alloc
 func exportAlloc(tenant uint32, bytes, used, quota uint64) int32 {
-	if p, ok := registered.(AllocChecker); ok {
-		return admit(p.OnAlloc(AllocEvent{Tenant(tenant), bytes, used, quota}))
+	if onAlloc != nil {
+		return admit(onAlloc(AllocEvent{Tenant(tenant), bytes, used, quota}))
 	}
 	return 0
 }
@@ -186,8 +170,8 @@ func exportPressure(need uint64, tenant uint32, window uint64, flags, cands, n, 
 
 //go:wasmexport gpuos_on_fault
 func exportFault(tenant uint32, session uint64, kind uint32) int32 {
-	if p, ok := registered.(FaultHandler); ok {
-		return result(p.OnFault(FaultEvent{Tenant(tenant), session, kind}))
+	if onFault != nil {
+		return result(onFault(FaultEvent{Tenant(tenant), session, kind}))
 	}
 	return 0
 }

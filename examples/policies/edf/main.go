@@ -51,21 +51,22 @@ func (p *edf) OnSubmit(ev sdk.SubmitEvent) error {
 	return nil
 }
 
-func (p *edf) sloOf(t sdk.Tenant) time.Duration {
+func (p *edf) sloOf(t sdk.Tenant, c sdk.Class) time.Duration {
 	if v := p.slo.Get(t); v > 0 {
 		return time.Duration(v)
 	}
-	if d, ok := classSLO[sdk.ClassOf(t)]; ok {
+	if d, ok := classSLO[c]; ok {
 		return d
 	}
 	return classSLO[0]
 }
 
 // head returns the submission time of t's oldest waiting command: the
-// scheduler says how many are waiting, so the older entries were dispatched.
-func (p *edf) head(t sdk.Tenant, e sdk.Engine) time.Duration {
+// scheduler says how many are waiting (queued), so the older entries were
+// dispatched.
+func (p *edf) head(t sdk.Tenant, e sdk.Engine, queued int) time.Duration {
 	ts := p.times(t, e)
-	if q := sdk.Queued(t, e); q < len(*ts) {
+	if q := queued; q < len(*ts) {
 		rest := (*ts)[len(*ts)-q:]
 		*ts = append((*ts)[:0], rest...)
 	}
@@ -75,20 +76,21 @@ func (p *edf) head(t sdk.Tenant, e sdk.Engine) time.Duration {
 	return (*ts)[0]
 }
 
-func (p *edf) OnDispatch(e sdk.Engine, ready []sdk.Tenant) sdk.Decision {
-	best := sdk.NoTenant
+func (p *edf) OnDispatch(e sdk.Engine, ready []sdk.Ready) sdk.Decision {
+	best := -1
 	var bestDeadline time.Duration
-	for _, t := range ready {
-		d := p.head(t, e) + p.sloOf(t)
-		if best == sdk.NoTenant || d < bestDeadline || (d == bestDeadline && sdk.HeadSeq(t, e) < sdk.HeadSeq(best, e)) {
-			best, bestDeadline = t, d
+	for k, r := range ready {
+		d := p.head(r.Tenant(), e, r.Queued()) + p.sloOf(r.Tenant(), r.Class())
+		if best < 0 || d < bestDeadline || (d == bestDeadline && r.HeadSeq() < ready[best].HeadSeq()) {
+			best, bestDeadline = k, d
 		}
 	}
+	t := ready[best].Tenant()
 	if now := sdk.Now(); now > bestDeadline {
-		p.missed.Add(best, 1)
-		p.late.Add(best, int64(now-bestDeadline))
+		p.missed.Add(t, 1)
+		p.late.Add(t, int64(now-bestDeadline))
 	}
-	return sdk.Run(best)
+	return sdk.Run(t)
 }
 
 func init() { sdk.Register(&edf{}) }

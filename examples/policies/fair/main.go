@@ -37,11 +37,17 @@ func (f *fair) Init() error {
 	return nil
 }
 
+// SubmitIdleOnly: only a tenant going from idle to busy matters to OnSubmit.
+func (*fair) SubmitIdleOnly() bool { return true }
+
+// WorkConserving: with one tenant ready there is nothing to choose.
+func (*fair) WorkConserving() bool { return true }
+
 func idle(t sdk.Tenant, e sdk.Engine) bool { return sdk.Queued(t, e) == 0 && sdk.InFlight(t, e) == 0 }
 
 func (f *fair) OnSubmit(ev sdk.SubmitEvent) error {
 	t, e := ev.Tenant, ev.Engine
-	if sdk.Queued(t, e) != 1 || sdk.InFlight(t, e) != 0 {
+	if ev.Queued != 1 || ev.InFlight != 0 {
 		return nil // was busy already
 	}
 	floor, found := int64(0), false
@@ -60,24 +66,27 @@ func (f *fair) OnSubmit(ev sdk.SubmitEvent) error {
 	return nil
 }
 
-// key is a tenant's virtual time counting its in-flight work.
-func (f *fair) key(t sdk.Tenant, e sdk.Engine) int64 {
-	return f.vt[e].Get(t) + sdk.InFlightCost(t, e)*scale/sdk.Weight(t, e)
+// key is a ready tenant's virtual time counting its in-flight work.
+func (f *fair) key(r sdk.Ready, e sdk.Engine) int64 {
+	return f.vt[e].Get(r.Tenant()) + r.InFlightCost()*scale/r.Weight()
 }
 
-func (f *fair) OnDispatch(e sdk.Engine, ready []sdk.Tenant) sdk.Decision {
+func (f *fair) OnDispatch(e sdk.Engine, ready []sdk.Ready) sdk.Decision {
+	if len(ready) == 1 {
+		return sdk.Run(ready[0].Tenant()) // nothing to choose
+	}
 	best, bestKey := ready[0], f.key(ready[0], e)
-	for _, t := range ready[1:] {
-		k := f.key(t, e)
-		if k < bestKey || (k == bestKey && sdk.HeadSeq(t, e) < sdk.HeadSeq(best, e)) {
-			best, bestKey = t, k
+	for _, r := range ready[1:] {
+		k := f.key(r, e)
+		if k < bestKey || (k == bestKey && r.HeadSeq() < best.HeadSeq()) {
+			best, bestKey = r, k
 		}
 	}
-	return sdk.Run(best)
+	return sdk.Run(best.Tenant())
 }
 
 func (f *fair) OnComplete(c sdk.CompleteEvent) error {
-	f.vt[c.Engine].Add(c.Tenant, c.Charge*scale/sdk.Weight(c.Tenant, c.Engine))
+	f.vt[c.Engine].Add(c.Tenant, c.Charge*scale/c.Weight)
 	return nil
 }
 

@@ -41,8 +41,8 @@ func FirstReady() []byte {
 			LocalGet(2), I32Eqz, []byte{0x04, 0x40}, I64Const(0xffffffff), Return, End,
 			LocalGet(1), I32Load(0), I64ExtendU,
 		)),
-		Notify("gpuos_on_submit", I32, I32, I64, I64),
-		Notify("gpuos_on_complete", I32, I32, I32, I64, I64, I32),
+		Notify("gpuos_on_submit", I32, I32, I64, I64, I32, I32),
+		Notify("gpuos_on_complete", I32, I32, I32, I64, I64, I32, I64),
 		Notify("gpuos_on_tick", I64),
 	)
 	return m.Bytes()
@@ -101,25 +101,30 @@ func WithImport(module, name string, params, results []byte) []byte {
 	return m.Bytes()
 }
 
-// Counter counts completions per tenant in the map "completions" and
-// dispatches the first ready tenant.
+// Counter counts completions per tenant in the map "completions", kept in
+// its memory at address 2048 (64 tenants), and dispatches the first ready
+// tenant.
 func Counter() []byte {
 	m := Base(1)
-	const nameAt = 1024
+	const nameAt, valsAt = 1024, 2048
 	mapName := "completions"
 	m.Data = []Data{{Offset: nameAt, Bytes: []byte(mapName)}}
 	m.Imports = []Import{
-		{Module: "gpuos", Name: "map_open", Params: []byte{I32, I32}, Results: []byte{I32}},
-		{Module: "gpuos", Name: "map_add", Params: []byte{I32, I32, I64}, Results: []byte{I64}},
+		{Module: "gpuos", Name: "map_open", Params: []byte{I32, I32, I32, I32}, Results: []byte{I32}},
 	}
 	m.Funcs = append(m.Funcs,
 		Dispatch(Code(
 			LocalGet(2), I32Eqz, []byte{0x04, 0x40}, I64Const(0xffffffff), Return, End,
 			LocalGet(1), I32Load(0), I64ExtendU,
 		)),
-		Func{Params: []byte{I32, I32, I32, I64, I64, I32}, Results: []byte{I32}, Export: "gpuos_on_complete", Code: Code(
-			I32Const(nameAt), I32Const(int32(len(mapName))), Call(0), // map_open
-			LocalGet(0), LocalGet(2), I64ExtendU, Call(1), Drop, // map_add(h, tenant, commands)
+		Func{Params: []byte{I32, I32, I32, I64, I64, I32, I64}, Results: []byte{I32}, Export: "gpuos_on_complete", Code: Code(
+			// map_open("completions", vals, 64): re-opening by the holder is allowed
+			I32Const(nameAt), I32Const(int32(len(mapName))), I32Const(valsAt), I32Const(64), Call(0), Drop,
+			// vals[tenant] += commands
+			LocalGet(0), I32Const(3), I32Shl, // address offset 8*tenant
+			LocalGet(0), I32Const(3), I32Shl, I64Load(valsAt),
+			LocalGet(2), I64ExtendU, I64Add,
+			I64Store(valsAt),
 			I32Const(0),
 		)},
 	)

@@ -211,6 +211,12 @@ func I32Load(off uint32) []byte { return u32([]byte{0x28, 0x02}, off) }
 // I32Store is i32.store offset=off (align 2).
 func I32Store(off uint32) []byte { return u32([]byte{0x36, 0x02}, off) }
 
+// I64Load is i64.load offset=off (align 3).
+func I64Load(off uint32) []byte { return u32([]byte{0x29, 0x03}, off) }
+
+// I64Store is i64.store offset=off (align 3).
+func I64Store(off uint32) []byte { return u32([]byte{0x37, 0x03}, off) }
+
 // Single-byte instructions.
 var (
 	Loop        = []byte{0x03, 0x40}
@@ -227,6 +233,7 @@ var (
 	I32Shl      = []byte{0x74}
 	I64ExtendU  = []byte{0xad}
 	I64Or       = []byte{0x84}
+	I64Add      = []byte{0x7c}
 	I64Shl      = []byte{0x86}
 	MemoryGrow  = []byte{0x40, 0x00}
 	MemorySize  = []byte{0x3f, 0x00}
