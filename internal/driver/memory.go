@@ -125,6 +125,7 @@ func (h *memHooks) onSwap(ev mem.SwapEvent) {
 		detail["copy_ns"] = ev.Copy.Nanoseconds()
 	case mem.Resident:
 		detail["evicted"] = ev.Evicted
+		detail["copy_in_ns"] = ev.CopyIn.Nanoseconds()
 	}
 	d.audit(audit.Event{Kind: kind, Tenant: ev.Tenant, Detail: detail})
 }

@@ -56,6 +56,9 @@ type SwapEvent struct {
 	Copy time.Duration
 	// Evicted is, for a Resident pass, the bytes evicted to make room.
 	Evicted uint64
+	// CopyIn is, for a Resident pass, the device time of its copies back
+	// (timed with events on the swap-in stream).
+	CopyIn time.Duration
 	// Why is the pressure that caused an eviction.
 	Why Pressure
 }
@@ -625,6 +628,30 @@ func (m *Manager) copyIn(slot *swapSlot, ptr backend.DevicePtr) error {
 	if err != nil {
 		return err
 	}
+	// Events around the copy time it on the device (the copies of one pass
+	// are waited for together, so the host cannot time them).
+	var timing [2]backend.Event
+	for i := range timing {
+		if ev, err := m.dev.NewEvent(0); err == nil {
+			timing[i] = ev
+		}
+	}
+	if timing[0] != nil && timing[1] != nil && in.Record(timing[0]) == nil {
+		defer func() {
+			if in.Record(timing[1]) == nil {
+				m.pendingTimes = append(m.pendingTimes, timing)
+			} else {
+				timing[0].Destroy()
+				timing[1].Destroy()
+			}
+		}()
+	} else {
+		for _, ev := range timing {
+			if ev != nil {
+				ev.Destroy()
+			}
+		}
+	}
 	var off uint64
 	for _, p := range slot.pieces {
 		n := min(uint64(len(p.Bytes())), slot.size-off)
@@ -650,6 +677,17 @@ func (m *Manager) finishSwapIns() error {
 		}
 	}
 	m.swapInNs.Add(uint64(time.Since(start)))
+	for _, t := range m.pendingTimes {
+		if err == nil {
+			if d, derr := t[1].Elapsed(t[0]); derr == nil {
+				m.swapInCopyNs.Add(uint64(d))
+				m.passCopyIn += d
+			}
+		}
+		t[0].Destroy()
+		t[1].Destroy()
+	}
+	m.pendingTimes = nil
 	for _, s := range m.pendingSlots {
 		m.swap.release(s)
 	}
@@ -708,7 +746,7 @@ func (m *Manager) makeResidentOnce(w *Window) (err error) {
 	m.evictMu.Lock()
 	defer m.evictMu.Unlock()
 	start := time.Now()
-	m.passEvicted = 0
+	m.passEvicted, m.passCopyIn = 0, 0
 	in0 := m.swappedInBytes.Load()
 	defer func() {
 		if ferr := m.finishSwapIns(); err == nil {
@@ -716,7 +754,7 @@ func (m *Manager) makeResidentOnce(w *Window) (err error) {
 		}
 		if in := m.swappedInBytes.Load() - in0; in > 0 && m.onSwap != nil {
 			m.onSwap(SwapEvent{Kind: Resident, Tenant: w.t.name, Window: w.id, Ptr: w.base, Bytes: in,
-				Evicted: m.passEvicted, Windows: []*Window{w}, Duration: time.Since(start)})
+				Evicted: m.passEvicted, CopyIn: m.passCopyIn, Windows: []*Window{w}, Duration: time.Since(start)})
 		}
 	}()
 	pr := &pressure{p: Pressure{Tenant: w.t.name, Window: w.id, SwapIn: true}, locked: true, pin: w}

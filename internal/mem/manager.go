@@ -100,10 +100,13 @@ type Manager struct {
 	pendingEvents []SwapEvent
 	lastCopy      time.Duration // of the last copyOut
 	passEvicted   uint64        // bytes evicted in the MakeResident pass under way
+	passCopyIn    time.Duration // device time of its copies back
+	pendingTimes  [][2]backend.Event
 
 	evictions, swapIns              atomic.Uint64
 	evictedBytes, swappedInBytes    atomic.Uint64
 	evictNs, swapInNs, evictCopyNs  atomic.Uint64
+	swapInCopyNs                    atomic.Uint64
 	chooserFallbacks, releaseErrors atomic.Uint64
 
 	clock atomic.Uint64 // logical time for last-use stamps
@@ -516,6 +519,7 @@ type DeviceStats struct {
 	EvictTime        time.Duration // time spent evicting (quiesce, copy, unmap)
 	EvictCopyTime    time.Duration // of which copying to host memory
 	SwapInTime       time.Duration // time spent bringing back (map, copy)
+	SwapInCopyTime   time.Duration // device time of the copies back
 	ChooserFallbacks uint64        // victim choices the built-in made because the chooser failed
 }
 
@@ -537,6 +541,7 @@ func (m *Manager) Stats() Stats {
 		SwappedInBytes:   m.swappedInBytes.Load(),
 		EvictTime:        time.Duration(m.evictNs.Load()),
 		EvictCopyTime:    time.Duration(m.evictCopyNs.Load()),
+		SwapInCopyTime:   time.Duration(m.swapInCopyNs.Load()),
 		SwapInTime:       time.Duration(m.swapInNs.Load()),
 		ChooserFallbacks: m.chooserFallbacks.Load(),
 	}}

@@ -1,0 +1,74 @@
+#!/bin/bash
+# Issue 8 acceptance on a GPU, in one run, with prebuilt binaries (the GPU
+# machine has no Go): gpuos and membench in BIN (default .carry/bench-mem).
+#
+#   (a) gpuos serve --device-memory 16GiB; four tenants of 8 GiB each make
+#       checked passes over their data; swap throughput vs pinned PCIe
+#   (b) a two-stage pipeline handing 256 MiB between tenants through a shared
+#       segment vs through host round trips
+#   (c) a 256 MiB pageable host-to-device copy through gpuos vs native
+#
+# Usage: bench/mem/run.sh [BIN]   (from the repository root)
+# Environment (for trying it on the software GPU): BACKEND (cuda), DEVMEM
+# (16GiB), EACH (8GiB), BUFFER (1GiB), PASSES (4), PIPE (256MiB), COPY
+# (256MiB), OUT (/tmp/membench).
+set -u
+BIN=${1:-.carry/bench-mem}
+BACKEND=${BACKEND:-cuda}
+DEVMEM=${DEVMEM:-16GiB}
+EACH=${EACH:-8GiB}
+BUFFER=${BUFFER:-1GiB}
+PASSES=${PASSES:-4}
+PIPE=${PIPE:-256MiB}
+COPY=${COPY:-256MiB}
+OUT=${OUT:-/tmp/membench}
+SIMMEM=${SIMMEM:-}
+rm -rf "$OUT" && mkdir -p "$OUT"
+SOCK=$OUT/gpuos.sock
+AUDIT=$OUT/audit.jsonl
+RESULTS=$OUT/results.jsonl
+
+{
+	echo "tenants:"
+	for i in 0 1 2 3; do
+		printf '  - name: t%d\n    token: token-%d\n' "$i" "$i"
+	done
+} > "$OUT/tenants.yaml"
+
+step() { echo "=== $(date +%T) $*"; }
+
+start_daemon() { # args: extra serve flags
+	step "gpuos serve --backend $BACKEND $*"
+	"$BIN/gpuos" serve --backend "$BACKEND" --config "$OUT/tenants.yaml" --socket "$SOCK" --audit "$AUDIT" \
+		${SIMMEM:+--sim-memory $SIMMEM} "$@" > "$OUT/serve-$DAEMONS.log" 2>&1 &
+	DAEMON=$!
+	DAEMONS=$((DAEMONS + 1))
+	for _ in $(seq 300); do [ -S "$SOCK" ] && return 0; sleep 0.1; done
+	echo "the daemon did not start:"; cat "$OUT"/serve-*.log; exit 1
+}
+
+stop_daemon() {
+	kill "$DAEMON" 2> /dev/null
+	wait "$DAEMON" 2> /dev/null
+	rm -f "$SOCK"
+}
+
+DAEMONS=0
+[ "$BACKEND" = cuda ] && nvidia-smi -L
+start_daemon --device-memory "$DEVMEM"
+step "(a) swap: 4 tenants x $EACH on --device-memory $DEVMEM"
+"$BIN/membench" swap --backend "$BACKEND" --socket "$SOCK" --audit "$AUDIT" --bytes "$EACH" --buffer "$BUFFER" \
+	--passes "$PASSES" --json "$RESULTS" 2>&1 | tee "$OUT/swap.log"
+stop_daemon
+
+start_daemon
+step "(b) pipeline: $PIPE per item, shared segment vs host round trips"
+"$BIN/membench" pipe --backend "$BACKEND" --socket "$SOCK" --bytes "$PIPE" --json "$RESULTS" 2>&1 | tee "$OUT/pipe.log"
+step "(c) pageable HtoD $COPY: gpuos vs native"
+"$BIN/membench" copy --backend "$BACKEND" --socket "$SOCK" --token token-0 --bytes "$COPY" --json "$RESULTS" 2>&1 | tee "$OUT/copy.log"
+stop_daemon
+
+step "results ($RESULTS)"
+"$BIN/membench" table "$RESULTS"
+grep -h '"kind":"mem.evict"' "$AUDIT" | head -2
+echo "evictions audited: $(grep -c '"kind":"mem.evict"' "$AUDIT"), swap-ins: $(grep -c '"kind":"mem.swap-in"' "$AUDIT")"
