@@ -43,7 +43,7 @@
 //     ProgramLoaded, KernelInfo, StreamCreated, FenceCreated, RightsReply,
 //     Granted, MemInfoReply, Duration, SessionStat, SessionAttached,
 //     ShmSegment, ShmStat, RingOpened, StagingOpened, Policies, Tenants
-//     (130..152).
+//     (130..152), HostMapped (155).
 //     A reply frame's type names its payload. An error reply has type Error and
 //     flags Reply|Error; its ID is the request's.
 //   - Flags must be consistent: Reply with NoReply, or Error without Reply, is
@@ -55,8 +55,8 @@
 //     unknown bits are Malformed, out-of-range values InvalidArgument (the
 //     driver's check).
 //   - The number of file descriptors a frame carries is fixed per type (the
-//     table's FDs): one for SessionOpened, AttachSession, RingOpened and
-//     StagingOpened, none elsewhere.
+//     table's FDs): one for SessionOpened, AttachSession, RingOpened,
+//     StagingOpened and HostMapped, none elsewhere.
 //   - The buffer rights are named RightBufferRead, RightBufferWrite and
 //     RightBufferGrant, since BufferRead and BufferWrite are messages.
 //   - Attach needs RightGrant (the rights section says Grant covers grant and
@@ -73,7 +73,9 @@
 //     synchronous in the table (an error reply is how the client learns that
 //     a slot was not used) but its reply comes before the copy is done unless
 //     it asks to Wait. Its Dir must be HtoD or DtoH (else Malformed); its
-//     range is the driver's to check.
+//     range is the driver's to check. MapHost (RightCopy) shares page-locked
+//     host memory; HostCopy (RightCopy, may be NoReply) copies from or to it
+//     directly, HtoD or DtoH; UnmapHost needs no right, like Release.
 //   - Memcpy: Data must be exactly Size bytes for HtoD and empty otherwise.
 //     NoReply is refused for DtoH (its reply carries the bytes), by
 //     AdmitMessage after decoding.

@@ -139,3 +139,85 @@ func (m *StagedCopy) Decode(d *Decoder) error {
 	}
 	return d.Err()
 }
+
+// MapHost asks for Bytes of page-locked host memory shared with the driver:
+// the client's equivalent of cuMemHostAlloc. Copies from and to it (HostCopy)
+// need no staging and run asynchronously. The driver rounds Bytes up to whole
+// pages and bounds what one session maps.
+type MapHost struct {
+	Bytes uint64
+}
+
+func (*MapHost) Type() Type          { return TypeMapHost }
+func (m *MapHost) Encode(e *Encoder) { e.PutUint64(m.Bytes) }
+func (m *MapHost) Decode(d *Decoder) error {
+	m.Bytes = d.Uint64()
+	return d.Err()
+}
+
+// HostMapped answers MapHost. Its frame carries one file descriptor: a sealed
+// memfd of Bytes bytes, to map shared.
+type HostMapped struct {
+	Handle uint64 // names the memory in HostCopy and UnmapHost
+	Bytes  uint64
+}
+
+func (*HostMapped) Type() Type { return TypeHostMapped }
+func (m *HostMapped) Encode(e *Encoder) {
+	e.PutUint64(m.Handle)
+	e.PutUint64(m.Bytes)
+}
+func (m *HostMapped) Decode(d *Decoder) error {
+	m.Handle = d.Uint64()
+	m.Bytes = d.Uint64()
+	return d.Err()
+}
+
+// UnmapHost releases host memory from MapHost once the session's work
+// queued so far is done.
+type UnmapHost struct {
+	Handle uint64
+}
+
+func (*UnmapHost) Type() Type          { return TypeUnmapHost }
+func (m *UnmapHost) Encode(e *Encoder) { e.PutUint64(m.Handle) }
+func (m *UnmapHost) Decode(d *Decoder) error {
+	m.Handle = d.Uint64()
+	return d.Err()
+}
+
+// HostCopy copies Size bytes between device memory (Dev) and host memory
+// from MapHost (Host, at Offset) on Stream: HtoD or DtoH. The host memory is
+// read or written when the copy runs, as CUDA's asynchronous copies from
+// page-locked memory are. It may be sent with NoReply; answered, the reply
+// comes once the copy is done and carries the session's deferred error.
+type HostCopy struct {
+	Stream uint64
+	Dir    Dir
+	Dev    Ref
+	Host   uint64
+	Offset uint64
+	Size   uint64
+}
+
+func (*HostCopy) Type() Type { return TypeHostCopy }
+func (m *HostCopy) Encode(e *Encoder) {
+	e.PutUint64(m.Stream)
+	e.PutUint8(uint8(m.Dir))
+	e.putRef(m.Dev)
+	e.PutUint64(m.Host)
+	e.PutUint64(m.Offset)
+	e.PutUint64(m.Size)
+}
+func (m *HostCopy) Decode(d *Decoder) error {
+	m.Stream = d.Uint64()
+	m.Dir = Dir(d.Uint8())
+	m.Dev = d.ref()
+	m.Host = d.Uint64()
+	m.Offset = d.Uint64()
+	m.Size = d.Uint64()
+	if d.Err() == nil && m.Dir != DirHtoD && m.Dir != DirDtoH {
+		d.Failf("host copy direction %d, want HtoD or DtoH", m.Dir)
+	}
+	return d.Err()
+}

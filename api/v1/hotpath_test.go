@@ -20,6 +20,11 @@ func TestHotPathEncoding(t *testing.T) {
 		{&v1.StagingOpened{Slots: 16, SlotBytes: 1 << 22}, "10000000" + "0000400000000000"},
 		{&v1.StagedCopy{Stream: 13, Dir: v1.DirDtoH, Dev: v1.Ref{Buffer: 9, Offset: 4}, Offset: 8, Size: 16, Gen: 7, Wait: true},
 			"0d00000000000000" + "02" + "0900000000000000" + "0400000000000000" + "0800000000000000" + "1000000000000000" + "07000000" + "01"},
+		{&v1.MapHost{Bytes: 1 << 20}, "0000100000000000"},
+		{&v1.HostMapped{Handle: 3, Bytes: 4096}, "0300000000000000" + "0010000000000000"},
+		{&v1.UnmapHost{Handle: 3}, "0300000000000000"},
+		{&v1.HostCopy{Stream: 1, Dir: v1.DirHtoD, Dev: v1.Ref{Buffer: 9}, Host: 3, Offset: 8, Size: 16},
+			"0100000000000000" + "01" + "0900000000000000" + "0000000000000000" + "0300000000000000" + "0800000000000000" + "1000000000000000"},
 	}
 	for _, tt := range tests {
 		if have := hex.EncodeToString(v1.Marshal(tt.m)); have != tt.want {
@@ -45,6 +50,13 @@ func TestStagedCopyDecodeRefuses(t *testing.T) {
 			t.Errorf("%s: %v, want Malformed", tt.name, err)
 		}
 	}
+	host := &v1.HostCopy{Dir: v1.DirHtoD, Size: 1}
+	for _, dir := range []byte{0, byte(v1.DirDtoD), 9} {
+		err := v1.Unmarshal(patch(host, func(b []byte) []byte { b[8] = dir; return b }), new(v1.HostCopy))
+		if !errors.Is(err, v1.ErrMalformed) {
+			t.Errorf("host copy direction %d: %v, want Malformed", dir, err)
+		}
+	}
 }
 
 func TestHotPathAdmit(t *testing.T) {
@@ -63,6 +75,11 @@ func TestHotPathAdmit(t *testing.T) {
 		{"staged copy without copy", noCopy, h(v1.TypeStagedCopy, 0), v1.ErrPermissionDenied},
 		{"staged copy is answered", copyOnly, h(v1.TypeStagedCopy, v1.FlagNoReply), v1.ErrMalformed},
 		{"ring opened carries a descriptor", copyOnly, h(v1.TypeOpenRing, v1.Flags(0).WithFDs(1)), v1.ErrMalformed},
+		{"map host", copyOnly, h(v1.TypeMapHost, 0), nil},
+		{"map host without copy", noCopy, h(v1.TypeMapHost, 0), v1.ErrPermissionDenied},
+		{"unmap host needs no right", 0, h(v1.TypeUnmapHost, 0), nil},
+		{"async host copy", copyOnly, h(v1.TypeHostCopy, v1.FlagNoReply), nil},
+		{"host copy without copy", noCopy, h(v1.TypeHostCopy, v1.FlagNoReply), v1.ErrPermissionDenied},
 	}
 	for _, tt := range tests {
 		_, err := v1.Admit(v1.EndpointDriver, tt.have, tt.h)

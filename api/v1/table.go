@@ -48,6 +48,9 @@ const (
 	TypeOpenRing        Type = 46
 	TypeOpenStaging     Type = 47
 	TypeStagedCopy      Type = 48
+	TypeMapHost         Type = 49
+	TypeUnmapHost       Type = 50
+	TypeHostCopy        Type = 51
 
 	// Control, manager to driver.
 	TypeAttachSession Type = 60
@@ -84,6 +87,7 @@ const (
 	TypeStagingOpened   Type = 150
 	TypePolicies        Type = 151
 	TypeTenants         Type = 152
+	TypeHostMapped      Type = 155
 )
 
 // Info is one row of the message table.
@@ -153,6 +157,9 @@ var messageTable = [...]Info{
 	{Type: TypeOpenRing, Name: "OpenRing", New: func() Message { return new(OpenRing) }, Reply: TypeRingOpened, Endpoints: EndpointDriver},
 	{Type: TypeOpenStaging, Name: "OpenStaging", New: func() Message { return new(OpenStaging) }, Reply: TypeStagingOpened, Endpoints: EndpointDriver, Right: RightCopy},
 	{Type: TypeStagedCopy, Name: "StagedCopy", New: func() Message { return new(StagedCopy) }, Reply: TypeEmpty, Endpoints: EndpointDriver, Right: RightCopy},
+	{Type: TypeMapHost, Name: "MapHost", New: func() Message { return new(MapHost) }, Reply: TypeHostMapped, Endpoints: EndpointDriver, Right: RightCopy},
+	{Type: TypeUnmapHost, Name: "UnmapHost", New: func() Message { return new(UnmapHost) }, Reply: TypeEmpty, Endpoints: EndpointDriver},
+	{Type: TypeHostCopy, Name: "HostCopy", New: func() Message { return new(HostCopy) }, Reply: TypeEmpty, Endpoints: EndpointDriver, Right: RightCopy, Async: true},
 
 	{Type: TypeAttachSession, Name: "AttachSession", New: func() Message { return new(AttachSession) }, Reply: TypeSessionAttached, Endpoints: EndpointControl, FDs: 1},
 	{Type: TypeDriverStats, Name: "DriverStats", New: func() Message { return new(DriverStats) }, Reply: TypeSessions, Endpoints: EndpointControl},
@@ -184,6 +191,7 @@ var messageTable = [...]Info{
 	{Type: TypeStagingOpened, Name: "StagingOpened", New: func() Message { return new(StagingOpened) }, FDs: 1},
 	{Type: TypePolicies, Name: "Policies", New: func() Message { return new(Policies) }},
 	{Type: TypeTenants, Name: "Tenants", New: func() Message { return new(Tenants) }},
+	{Type: TypeHostMapped, Name: "HostMapped", New: func() Message { return new(HostMapped) }, FDs: 1},
 }
 
 // tableIndex maps a Type below 256 to its row in messageTable, plus one.

@@ -69,6 +69,9 @@ func Samples() []v1.Message {
 		&v1.OpenStaging{Bytes: 64 << 20, SlotBytes: 4 << 20},
 		&v1.StagedCopy{Stream: 13, Dir: v1.DirHtoD, Dev: v1.Ref{Buffer: 9, Offset: 4096}, Offset: 8 << 20, Size: 4 << 20, Gen: 7, Wait: true},
 		&v1.StagedCopy{Stream: 0, Dir: v1.DirDtoH, Dev: v1.Ref{Offset: 0x7f0000200000}, Offset: 12 << 20, Size: 100, Gen: 0xffffffff},
+		&v1.MapHost{Bytes: 256 << 20},
+		&v1.UnmapHost{Handle: 0x8000000000000003},
+		&v1.HostCopy{Stream: 13, Dir: v1.DirDtoH, Dev: v1.Ref{Buffer: 9, Offset: 64}, Host: 0x8000000000000003, Offset: 4096, Size: 1 << 28},
 
 		&v1.AttachSession{SessionID: 7, Tenant: "alice", Rights: v1.AllSessionRights, MemoryQuota: 8 << 30,
 			Weight: 3, Priority: -1, PID: 4242, UID: 1000, Label: "train",
@@ -100,6 +103,7 @@ func Samples() []v1.Message {
 		&v1.SessionAttached{WindowBase: 1 << 40, WindowSize: 1 << 34},
 		&v1.RingOpened{SubmitBytes: 1 << 19, CompleteBytes: 1 << 18},
 		&v1.StagingOpened{Slots: 16, SlotBytes: 4 << 20},
+		&v1.HostMapped{Handle: 0x8000000000000003, Bytes: 256 << 20},
 		&v1.Policies{Active: "fair", Fallback: "fair", Policies: []v1.PolicyInfo{
 			{Name: "fair", Description: "weighted fair share", Builtin: true, Active: true},
 			{Name: "edf", Description: "deadlines", Ejected: "hook overran its deadline"}}},
