@@ -90,6 +90,7 @@ func Run(t *testing.T, b backend.Backend, opts Options) {
 		{"Reduce", s.testReduce},
 		{"Matmul", s.testMatmul},
 		{"AliasingKernel", s.testAliasingKernel},
+		{"MappedHost", s.testMappedHost},
 		{"Global", s.testGlobal},
 		{"LaunchErrors", s.testLaunchErrors},
 		{"Unload", s.testUnload},

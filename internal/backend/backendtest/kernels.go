@@ -547,3 +547,37 @@ func (s *suite) testJITError(t *testing.T) {
 	}
 	s.opts.Logf("bad PTX: %v", err)
 }
+
+// Host memory a kernel writes through its device address is seen by the host
+// once the launch has completed (backends that implement MappedHostAllocator).
+func (s *suite) testMappedHost(t *testing.T) {
+	d := s.dev
+	ma, ok := d.(backend.MappedHostAllocator)
+	if !ok {
+		t.Skip("the backend has no mapped host memory")
+	}
+	const n = 1000
+	hm, dptr, err := ma.AllocMappedHost(4 * n)
+	must(t, err)
+	defer hm.Free()
+	if got := hm.Bytes(); len(got) != 4*n || !bytes.Equal(got, make([]byte, 4*n)) {
+		t.Fatalf("mapped host memory: %d bytes, not all zero", len(got))
+	}
+	G := d.Granularity()
+	p := alloc(t, d, G)
+	st := newStream(t, d)
+	a := make([]float32, n)
+	for i := range a {
+		a[i] = float32(i) + 0.5
+	}
+	must(t, st.CopyHtoD(p, f32bytes(a)))
+	m := s.load(t, "kernels/vecadd.ptx")
+	f := getFunc(t, m, "vecadd")
+	must(t, st.Launch(f, grid1((n+255)/256, 256), params(t, f, devBuf{ptr: p}, devBuf{ptr: p}, devBuf{ptr: dptr}, n)))
+	must(t, st.Synchronize())
+	for i, x := range f32s(hm.Bytes()) {
+		if x != 2*a[i] {
+			t.Fatalf("element %d in host memory = %v, want %v", i, x, 2*a[i])
+		}
+	}
+}

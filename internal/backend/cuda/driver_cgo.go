@@ -63,6 +63,7 @@ _Static_assert(sizeof(CUmemAccessDesc) == 12, "CUmemAccessDesc");
 #define GPUOS_CU_LAUNCH_PARAM_BUFFER_SIZE    ((void *)2)
 #define GPUOS_CU_STREAM_NON_BLOCKING       1
 #define GPUOS_CU_MEMHOSTALLOC_PORTABLE     1
+#define GPUOS_CU_MEMHOSTALLOC_DEVICEMAP    2
 #define GPUOS_CU_MEMHOSTREGISTER_PORTABLE  1
 
 // A result no driver returns: GPUOS_MISSING + i says the library lacks
@@ -97,6 +98,7 @@ _Static_assert(sizeof(CUmemAccessDesc) == 12, "CUmemAccessDesc");
 	X(cuMemSetAccess, (CUdeviceptr, size_t, const CUmemAccessDesc *, size_t)) \
 	X(cuMemHostAlloc, (void **, size_t, unsigned int)) \
 	X(cuMemFreeHost, (void *)) \
+	X(cuMemHostGetDevicePointer_v2, (CUdeviceptr *, void *, unsigned int)) \
 	X(cuMemHostRegister_v2, (void *, size_t, unsigned int)) \
 	X(cuMemHostUnregister, (void *)) \
 	X(cuModuleLoadDataEx, (CUmodule *, const void *, unsigned int, int *, void **)) \
@@ -360,6 +362,16 @@ static CUresult gpuos_mem_set_access(gpuos_ctx *c, CUdeviceptr p, size_t size, c
 static CUresult gpuos_host_alloc(gpuos_ctx *c, size_t size, void **p) {
 	USE(c);
 	return GPUOS_CALL(c->lib, cuMemHostAlloc, p, size, GPUOS_CU_MEMHOSTALLOC_PORTABLE);
+}
+
+// gpuos_host_alloc_mapped returns page-locked memory kernels reach at *d.
+static CUresult gpuos_host_alloc_mapped(gpuos_ctx *c, size_t size, void **p, CUdeviceptr *d) {
+	USE(c);
+	CUresult r = GPUOS_CALL(c->lib, cuMemHostAlloc, p, size, GPUOS_CU_MEMHOSTALLOC_PORTABLE | GPUOS_CU_MEMHOSTALLOC_DEVICEMAP);
+	if (r != 0) return r;
+	r = GPUOS_CALL(c->lib, cuMemHostGetDevicePointer_v2, d, *p, 0);
+	if (r != 0) GPUOS_CALL(c->lib, cuMemFreeHost, *p);
+	return r;
 }
 
 static CUresult gpuos_host_free(gpuos_ctx *c, void *p) {
@@ -780,6 +792,18 @@ func (c *dctx) hostAlloc(size int) ([]byte, cuda.CUresult) {
 		return nil, cuda.CUresult(r)
 	}
 	return unsafe.Slice((*byte)(p), size), 0
+}
+
+// hostAllocMapped returns size bytes of page-locked memory and the device
+// address at which kernels reach it.
+func (c *dctx) hostAllocMapped(size int) ([]byte, uint64, cuda.CUresult) {
+	var p unsafe.Pointer
+	var d C.CUdeviceptr
+	r := C.gpuos_host_alloc_mapped(c.p, C.size_t(size), &p, &d)
+	if r != 0 {
+		return nil, 0, cuda.CUresult(r)
+	}
+	return unsafe.Slice((*byte)(p), size), uint64(d), 0
 }
 
 func (c *dctx) hostFree(b []byte) cuda.CUresult {

@@ -171,6 +171,35 @@ func (d *Device) AllocHost(size int) (backend.HostMemory, error) {
 	return m, nil
 }
 
+// AllocMappedHost allocates zeroed page-locked host memory that kernels reach
+// through a device address (cuMemHostAlloc with DEVICEMAP, then
+// cuMemHostGetDevicePointer): the PTX guard's fault records live there, so the
+// driver reads them without a copy. It implements backend.MappedHostAllocator.
+func (d *Device) AllocMappedHost(size int) (backend.HostMemory, backend.DevicePtr, error) {
+	if err := d.enter(); err != nil {
+		return nil, 0, err
+	}
+	defer d.live.exit()
+	if size <= 0 || size > maxHostAlloc {
+		return nil, 0, fmt.Errorf("alloc mapped host memory of %d bytes: %w", size, backend.ErrInvalidArgument)
+	}
+	buf, dptr, r := d.c.hostAllocMapped(size)
+	if r != 0 {
+		return nil, 0, d.fail(fmt.Sprintf("alloc %d bytes of mapped host memory", size), r)
+	}
+	clear(buf)
+	m := &hostMem{dev: d, buf: buf}
+	d.hostMu.Lock()
+	d.host.add(buf, m)
+	d.hostMu.Unlock()
+	d.mu.Lock()
+	d.hostAllocs[m] = struct{}{}
+	d.mu.Unlock()
+	return m, backend.DevicePtr(dptr), nil
+}
+
+var _ backend.MappedHostAllocator = (*Device)(nil)
+
 // RegisterHost page-locks memory the caller mapped itself (mmap, a shared
 // memory segment; never Go heap memory, which the driver would DMA into
 // behind the garbage collector's back). Copies from and to it become

@@ -310,6 +310,8 @@ CUresult cuMemHostAlloc(void **p, size_t size, unsigned flags) {
 	return *p ? OK : OUT_OF_MEMORY;
 }
 CUresult cuMemFreeHost(void *p) { CTX; free(p); return OK; }
+/* Unified addressing: the device reaches host memory at its host address. */
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned flags) { CTX; if (flags) return INVALID_VALUE; *d = (CUdeviceptr)(uintptr_t)p; return OK; }
 CUresult cuMemHostRegister_v2(void *p, size_t size, unsigned flags) {
 	CTX;
 	if (flags != 1 || size == 0) return INVALID_VALUE;
