@@ -105,7 +105,7 @@ func BenchmarkSyncCall(b *testing.B) {
 
 const bulk = 256 << 20
 
-func bulkBench(b *testing.B, o client.Options, toDevice bool) {
+func bulkBench(b *testing.B, o client.Options, toDevice, pinned bool) {
 	env := testenv.Start(b, testenv.Options{SimMemory: "1GiB"})
 	s := env.Session(b, env.Dial(b, o), client.SessionOptions{})
 	c := context.Background()
@@ -114,6 +114,14 @@ func bulkBench(b *testing.B, o client.Options, toDevice bool) {
 		b.Fatal(err)
 	}
 	host := make([]byte, bulk)
+	if pinned {
+		hb, err := s.AllocHost(c, bulk)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer hb.Close()
+		host = hb.Bytes()
+	}
 	for i := range host {
 		host[i] = byte(i)
 	}
@@ -134,19 +142,23 @@ func bulkBench(b *testing.B, o client.Options, toDevice bool) {
 	}
 }
 
-// BenchmarkHtoD256MiB: a 256 MiB copy from ordinary (pageable) memory and a
-// synchronize; the ring transport pipelines it through the staging area.
+// BenchmarkHtoD256MiB: a 256 MiB copy and a synchronize: from ordinary
+// (pageable) memory on each transport (the ring transport pipelines it
+// through the staging area), and from a HostBuffer ("pinned").
 func BenchmarkHtoD256MiB(b *testing.B) {
 	for _, tr := range transports {
-		b.Run(tr, func(b *testing.B) { bulkBench(b, client.Options{Transport: tr}, true) })
+		b.Run(tr, func(b *testing.B) { bulkBench(b, client.Options{Transport: tr}, true, false) })
 	}
+	b.Run("pinned", func(b *testing.B) { bulkBench(b, client.Options{Transport: client.TransportRing}, true, true) })
 }
 
-// BenchmarkDtoH256MiB: a 256 MiB copy into ordinary memory.
+// BenchmarkDtoH256MiB: a 256 MiB copy into ordinary memory, and into a
+// HostBuffer.
 func BenchmarkDtoH256MiB(b *testing.B) {
 	for _, tr := range transports {
-		b.Run(tr, func(b *testing.B) { bulkBench(b, client.Options{Transport: tr}, false) })
+		b.Run(tr, func(b *testing.B) { bulkBench(b, client.Options{Transport: tr}, false, false) })
 	}
+	b.Run("pinned", func(b *testing.B) { bulkBench(b, client.Options{Transport: client.TransportRing}, false, true) })
 }
 
 // BenchmarkStagingChunk sweeps the staging slot size (the pipelining chunk)
@@ -154,7 +166,7 @@ func BenchmarkDtoH256MiB(b *testing.B) {
 func BenchmarkStagingChunk(b *testing.B) {
 	for _, chunk := range []int{256 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20} {
 		b.Run(fmt.Sprintf("%dKiB", chunk>>10), func(b *testing.B) {
-			bulkBench(b, client.Options{HotPath: client.HotPath{StagingChunk: chunk, Staging: 64 << 20}}, true)
+			bulkBench(b, client.Options{Transport: client.TransportRing, HotPath: client.HotPath{StagingChunk: chunk, Staging: 64 << 20}}, true, false)
 		})
 	}
 }

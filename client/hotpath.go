@@ -114,7 +114,8 @@ type hotSession struct {
 
 	mu         sync.Mutex
 	stager     *stager
-	stagingErr error // why copies stay inline (no staging), once tried
+	stagingErr error         // why copies stay inline (no staging), once tried
+	hosts      []*HostBuffer // shared host memory, found by address
 }
 
 // startHotPath moves a new session onto rings unless told not to. Only a bad

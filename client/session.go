@@ -164,8 +164,8 @@ func (b *Buffer) Revoke(ctx context.Context) error { return b.s.revoke(ctx, b.ha
 
 // Write copies data to the buffer at off and waits for it to land.
 func (b *Buffer) Write(ctx context.Context, off uint64, data []byte) error {
-	if g := b.s.staging(ctx, len(data)); g != nil {
-		if err := b.s.stagedCopy(ctx, g, v1.DirHtoD, b.At(off), data, nil, true); err != nil {
+	if ok, err := b.s.hotCopy(ctx, v1.DirHtoD, b.At(off), data, nil, true); ok {
+		if err != nil {
 			return fmt.Errorf("write buffer: %w", err)
 		}
 		return nil
@@ -182,8 +182,8 @@ func (b *Buffer) Write(ctx context.Context, off uint64, data []byte) error {
 
 // Read fills out from the buffer at off.
 func (b *Buffer) Read(ctx context.Context, off uint64, out []byte) error {
-	if g := b.s.staging(ctx, len(out)); g != nil {
-		if err := b.s.stagedCopy(ctx, g, v1.DirDtoH, b.At(off), out, nil, true); err != nil {
+	if ok, err := b.s.hotCopy(ctx, v1.DirDtoH, b.At(off), out, nil, true); ok {
+		if err != nil {
 			return fmt.Errorf("read buffer: %w", err)
 		}
 		return nil
@@ -230,8 +230,8 @@ func streamHandle(st *Stream) uint64 {
 // CopyToDevice copies src to dst on a stream (nil: the default stream) and
 // returns once the daemon has it; the copy itself completes in stream order.
 func (s *Session) CopyToDevice(dst Ref, src []byte, st *Stream) error {
-	if g := s.staging(context.Background(), len(src)); g != nil {
-		if err := s.stagedCopy(context.Background(), g, v1.DirHtoD, dst, src, st, false); err != nil {
+	if ok, err := s.hotCopy(context.Background(), v1.DirHtoD, dst, src, st, false); ok {
+		if err != nil {
 			return fmt.Errorf("copy to device: %w", err)
 		}
 		return nil
@@ -249,8 +249,8 @@ func (s *Session) CopyToDevice(dst Ref, src []byte, st *Stream) error {
 // CopyFromDevice copies from src into dst once the stream's earlier work is
 // done, and waits for it.
 func (s *Session) CopyFromDevice(ctx context.Context, dst []byte, src Ref, st *Stream) error {
-	if g := s.staging(ctx, len(dst)); g != nil {
-		if err := s.stagedCopy(ctx, g, v1.DirDtoH, src, dst, st, true); err != nil {
+	if ok, err := s.hotCopy(ctx, v1.DirDtoH, src, dst, st, true); ok {
+		if err != nil {
 			return fmt.Errorf("copy from device: %w", err)
 		}
 		return nil

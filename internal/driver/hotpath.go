@@ -13,9 +13,10 @@ import (
 )
 
 // The hot path: a session's requests on shared-memory rings instead of its
-// socket (OpenRing), and bulk copies through a shared staging area the driver
-// page-locks (OpenStaging, StagedCopy). See api/v1's hotpath.go for the
-// protocol and internal/ring for the memory.
+// socket (OpenRing), bulk copies through a shared staging area the driver
+// page-locks (OpenStaging, StagedCopy), and host memory shared with the
+// client and page-locked, copied from and to directly (MapHost, HostCopy).
+// See api/v1's hotpath.go for the protocol and internal/ring for the memory.
 //
 // The driver creates every piece of shared memory and seals it against
 // shrinking before the client sees it, and trusts nothing in it: a ring is
@@ -38,6 +39,12 @@ const (
 	maxStagingSlot     = 64 << 20
 	// maxStaging bounds the page-locked memory one session's staging takes.
 	maxStaging = 256 << 20
+
+	// maxHostMap and maxHostMapped bound host memory shared with a session
+	// (MapHost): one mapping, and all of the session's together.
+	maxHostMap    = 4 << 30
+	maxHostMapped = 16 << 30
+	hostHandleBit = 1 << 62 // marks host memory handles, apart from the table's
 )
 
 // Errors returned to sessions by the hot path.
@@ -45,14 +52,26 @@ var (
 	ErrStagingInUse = v1.Errorf(v1.CodeInvalidArgument, "the session already has a staging area")
 	ErrNoStaging    = v1.Errorf(v1.CodeInvalidArgument, "no staging area: send OpenStaging first")
 	ErrNotPinnable  = v1.Errorf(v1.CodeUnsupported, "staging memory cannot be page-locked")
+	ErrNoSuchHost   = v1.Errorf(v1.CodeInvalidHandle, "no such host memory")
+	ErrHostMapped   = v1.Errorf(v1.CodeQuotaExceeded, "the session maps too much host memory")
 )
 
 // hotPath is a session's shared-memory state.
 type hotPath struct {
 	conn *wire.HotConn // set by serve; the session's transport
 
-	mu      sync.Mutex
-	staging *stagingArea
+	mu        sync.Mutex
+	staging   *stagingArea
+	hosts     map[uint64]*hostMem // MapHost memory by handle
+	nextHost  uint64
+	hostBytes uint64
+}
+
+// hostMem is host memory shared with the client (MapHost), registered with
+// the device.
+type hostMem struct {
+	shm *ring.Shm
+	mem []byte
 }
 
 // stagingArea is a session's staging memory, registered with the device.
@@ -67,7 +86,7 @@ func (s *Session) handleHot(ctx context.Context, req *wire.Request) (v1.Message,
 	var fds []int
 	var err error
 	switch req.Msg.(type) {
-	case *v1.OpenRing, *v1.OpenStaging, *v1.StagedCopy:
+	case *v1.OpenRing, *v1.OpenStaging, *v1.StagedCopy, *v1.MapHost, *v1.UnmapHost, *v1.HostCopy:
 		if err := s.guardRevoked(req); err != nil {
 			return nil, nil, err
 		}
@@ -79,6 +98,12 @@ func (s *Session) handleHot(ctx context.Context, req *wire.Request) (v1.Message,
 		reply, fds, err = s.openStaging(m)
 	case *v1.StagedCopy:
 		err = s.stagedCopy(ctx, m)
+	case *v1.MapHost:
+		reply, fds, err = s.mapHost(m)
+	case *v1.UnmapHost:
+		err = s.unmapHost(ctx, m)
+	case *v1.HostCopy:
+		err = s.hostCopy(ctx, m, req.Header.NoReply())
 	default:
 		return s.handle(ctx, req)
 	}
@@ -223,9 +248,118 @@ func (s *Session) stagedCopy(ctx context.Context, m *v1.StagedCopy) error {
 	return s.takeDeferred()
 }
 
-// closeHot releases the staging area. teardown calls it once the session's
-// streams are synchronized and destroyed, so no device copy still uses it.
-// (The rings belong to the session's HotConn, released when it closes.)
+// mapHost shares page-locked host memory with the client.
+func (s *Session) mapHost(m *v1.MapHost) (v1.Message, []int, error) {
+	const page = 4096
+	if m.Bytes == 0 || m.Bytes > maxHostMap {
+		return nil, nil, v1.Errorf(v1.CodeInvalidArgument, "map %d bytes of host memory: want 1 to %d", m.Bytes, uint64(maxHostMap))
+	}
+	size := (m.Bytes + page - 1) &^ (page - 1)
+	s.hot.mu.Lock()
+	defer s.hot.mu.Unlock()
+	if s.hot.hostBytes+size > maxHostMapped {
+		return nil, nil, fmt.Errorf("map %d bytes of host memory: %w (%d mapped)", size, ErrHostMapped, s.hot.hostBytes)
+	}
+	shm, err := ring.Create(fmt.Sprintf("gpuos-host-%d", s.id), int(size), false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("map host memory: %w", err)
+	}
+	if err := s.d.dev.RegisterHost(shm.Bytes()); err != nil {
+		shm.Close()
+		return nil, nil, fmt.Errorf("map host memory: %w: %v", ErrNotPinnable, s.d.check(err))
+	}
+	if s.hot.hosts == nil {
+		s.hot.hosts = map[uint64]*hostMem{}
+	}
+	s.hot.nextHost++
+	h := hostHandleBit | s.hot.nextHost
+	s.hot.hosts[h] = &hostMem{shm: shm, mem: shm.Bytes()}
+	s.hot.hostBytes += size
+	return &v1.HostMapped{Handle: h, Bytes: size}, []int{shm.TakeFD()}, nil
+}
+
+// unmapHost releases host memory once the work queued before it is done, so
+// that no device copy still uses it.
+func (s *Session) unmapHost(ctx context.Context, m *v1.UnmapHost) error {
+	s.hot.mu.Lock()
+	hm := s.hot.hosts[m.Handle]
+	delete(s.hot.hosts, m.Handle)
+	s.hot.mu.Unlock()
+	if hm == nil {
+		return ErrNoSuchHost
+	}
+	if err := s.queue.Wait(ctx); err != nil {
+		// Copies may still use it: keep it until teardown.
+		s.hot.mu.Lock()
+		s.hot.hosts[m.Handle] = hm
+		s.hot.mu.Unlock()
+		return fmt.Errorf("unmap host memory: %w", err)
+	}
+	s.releaseHost(hm)
+	return nil
+}
+
+func (s *Session) releaseHost(hm *hostMem) {
+	if err := s.d.dev.UnregisterHost(hm.mem); err != nil && !isLost(err) {
+		s.d.log.Warn("unregister host memory", "session", s.id, "err", err)
+	}
+	s.hot.mu.Lock()
+	s.hot.hostBytes -= uint64(len(hm.mem))
+	s.hot.mu.Unlock()
+	hm.shm.Close()
+}
+
+// hostCopy copies between device memory and shared host memory directly.
+func (s *Session) hostCopy(ctx context.Context, m *v1.HostCopy, async bool) error {
+	s.hot.mu.Lock()
+	hm := s.hot.hosts[m.Host]
+	s.hot.mu.Unlock()
+	if hm == nil {
+		return ErrNoSuchHost
+	}
+	if n := uint64(len(hm.mem)); m.Offset > n || m.Size > n-m.Offset {
+		return fmt.Errorf("%w: host range %d+%d in %d bytes", ErrOutOfRange, m.Offset, m.Size, n)
+	}
+	so, err := s.streamOf(m.Stream)
+	if err != nil {
+		return err
+	}
+	if m.Size == 0 {
+		return nil
+	}
+	host := hm.mem[m.Offset : m.Offset+m.Size : m.Offset+m.Size]
+	c := &sched.Command{Kind: sched.Copy, Stream: so.st, Bytes: m.Size}
+	switch m.Dir {
+	case v1.DirHtoD:
+		dst, err := s.resolve(m.Dev, m.Size, true)
+		if err != nil {
+			return err
+		}
+		s.countCopy("htod", m.Size)
+		c.Issue = func() error { return so.st.CopyHtoD(dst, host) }
+	case v1.DirDtoH:
+		src, err := s.resolve(m.Dev, m.Size, false)
+		if err != nil {
+			return err
+		}
+		s.countCopy("dtoh", m.Size)
+		c.Issue = func() error { return so.st.CopyDtoH(host, src) }
+	default:
+		return fmt.Errorf("%w: host copy direction %v", ErrBadCopy, m.Dir)
+	}
+	if async {
+		return s.submit(ctx, c)
+	}
+	if err := s.submitWait(ctx, c); err != nil {
+		return err
+	}
+	return s.takeDeferred()
+}
+
+// closeHot releases the staging area and host memory. teardown calls it once
+// the session's streams are synchronized and destroyed, so no device copy
+// still uses them. (The rings belong to the session's HotConn, released when
+// it closes.)
 func (s *Session) closeHot() {
 	if s.hot.conn != nil {
 		s.hot.conn.Close()
@@ -233,7 +367,12 @@ func (s *Session) closeHot() {
 	s.hot.mu.Lock()
 	sa := s.hot.staging
 	s.hot.staging = nil
+	hosts := s.hot.hosts
+	s.hot.hosts = nil
 	s.hot.mu.Unlock()
+	for _, hm := range hosts {
+		s.releaseHost(hm)
+	}
 	if sa == nil {
 		return
 	}
