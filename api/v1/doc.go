@@ -42,16 +42,18 @@
 //     Devices, SessionOpened, Sessions, AuditLines, BufferCreated, Data,
 //     ProgramLoaded, KernelInfo, StreamCreated, FenceCreated, RightsReply,
 //     Granted, MemInfoReply, Duration, SessionStat, SessionAttached,
-//     ShmSegment, ShmStat, RingOpened, StagingOpened, Policies, Tenants
-//     (130..152), HostMapped (155).
+//     ShmSegment, ShmStat, RingOpened, StagingOpened, Policies, Tenants,
+//     PolicyLoaded, PolicyMapValues (130..154), HostMapped (155).
 //     A reply frame's type names its payload. An error reply has type Error and
 //     flags Reply|Error; its ID is the request's.
 //   - Flags must be consistent: Reply with NoReply, or Error without Reply, is
 //     malformed; a reply type must come in a reply frame and a request type in a
 //     request frame; Error flag if and only if type Error.
 //   - Scheduling requests (PolicyList, PolicyUse, SetShare, TenantStats,
-//     6..9) are accepted by the manager and, passed on by it, by drivers on
-//     the control endpoint. SetShare.Fields names the fields that apply;
+//     6..9) and policy engine requests (PolicyLoad, PolicyUnload,
+//     PolicyMaps, 10..12) are accepted by the manager and, passed on by it,
+//     by drivers on the control endpoint. MapInfo.Kind outside 1..3 is
+//     Malformed. SetShare.Fields names the fields that apply;
 //     unknown bits are Malformed, out-of-range values InvalidArgument (the
 //     driver's check).
 //   - The number of file descriptors a frame carries is fixed per type (the

@@ -47,3 +47,28 @@ func TestPoliciesAndTenantsCountsBounded(t *testing.T) {
 		}
 	}
 }
+
+func TestPolicyMapValuesChecked(t *testing.T) {
+	// A count that the rest of the payload cannot hold is refused before
+	// anything is allocated for it, and a map kind outside 1..3 is Malformed.
+	payload := v1.Marshal(&v1.PolicyMapValues{})
+	binary.LittleEndian.PutUint32(payload, 1<<30)
+	if err := v1.Unmarshal(payload, new(v1.PolicyMapValues)); !errors.Is(err, v1.ErrMalformed) {
+		t.Errorf("huge map count: %v, want Malformed", err)
+	}
+	for _, tc := range []struct {
+		kind uint8
+		ok   bool
+	}{{0, false}, {1, true}, {2, true}, {3, true}, {4, false}, {255, false}} {
+		m := &v1.PolicyMapValues{Maps: []v1.MapInfo{{Name: "m", Kind: v1.MapOfHost}}}
+		payload := v1.Marshal(m)
+		payload[4+4+4+1] = tc.kind // after the count, the device and the name "m"
+		err := v1.Unmarshal(payload, new(v1.PolicyMapValues))
+		if have := err == nil; have != tc.ok {
+			t.Errorf("kind %d: %v, want ok=%v", tc.kind, err, tc.ok)
+		}
+		if err != nil && !errors.Is(err, v1.ErrMalformed) {
+			t.Errorf("kind %d: %v is not Malformed", tc.kind, err)
+		}
+	}
+}

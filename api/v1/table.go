@@ -17,6 +17,9 @@ const (
 	TypePolicyUse    Type = 7
 	TypeSetShare     Type = 8
 	TypeTenantStats  Type = 9
+	TypePolicyLoad   Type = 10 // also on the control endpoint, as are the next two
+	TypePolicyUnload Type = 11
+	TypePolicyMaps   Type = 12
 
 	// Driver, on a session connection.
 	TypeCreateBuffer    Type = 20
@@ -87,6 +90,8 @@ const (
 	TypeStagingOpened   Type = 150
 	TypePolicies        Type = 151
 	TypeTenants         Type = 152
+	TypePolicyLoaded    Type = 153
+	TypePolicyMapValues Type = 154
 	TypeHostMapped      Type = 155
 )
 
@@ -127,6 +132,9 @@ var messageTable = [...]Info{
 	{Type: TypePolicyUse, Name: "PolicyUse", New: func() Message { return new(PolicyUse) }, Reply: TypeEmpty, Endpoints: EndpointManager | EndpointControl},
 	{Type: TypeSetShare, Name: "SetShare", New: func() Message { return new(SetShare) }, Reply: TypeEmpty, Endpoints: EndpointManager | EndpointControl},
 	{Type: TypeTenantStats, Name: "TenantStats", New: func() Message { return new(TenantStats) }, Reply: TypeTenants, Endpoints: EndpointManager | EndpointControl},
+	{Type: TypePolicyLoad, Name: "PolicyLoad", New: func() Message { return new(PolicyLoad) }, Reply: TypePolicyLoaded, Endpoints: EndpointManager | EndpointControl},
+	{Type: TypePolicyUnload, Name: "PolicyUnload", New: func() Message { return new(PolicyUnload) }, Reply: TypeEmpty, Endpoints: EndpointManager | EndpointControl},
+	{Type: TypePolicyMaps, Name: "PolicyMaps", New: func() Message { return new(PolicyMaps) }, Reply: TypePolicyMapValues, Endpoints: EndpointManager | EndpointControl},
 
 	{Type: TypeCreateBuffer, Name: "CreateBuffer", New: func() Message { return new(CreateBuffer) }, Reply: TypeBufferCreated, Endpoints: EndpointDriver, Right: RightAlloc},
 	{Type: TypeRelease, Name: "Release", New: func() Message { return new(Release) }, Reply: TypeEmpty, Endpoints: EndpointDriver},
@@ -191,6 +199,8 @@ var messageTable = [...]Info{
 	{Type: TypeStagingOpened, Name: "StagingOpened", New: func() Message { return new(StagingOpened) }, FDs: 1},
 	{Type: TypePolicies, Name: "Policies", New: func() Message { return new(Policies) }},
 	{Type: TypeTenants, Name: "Tenants", New: func() Message { return new(Tenants) }},
+	{Type: TypePolicyLoaded, Name: "PolicyLoaded", New: func() Message { return new(PolicyLoaded) }},
+	{Type: TypePolicyMapValues, Name: "PolicyMapValues", New: func() Message { return new(PolicyMapValues) }},
 	{Type: TypeHostMapped, Name: "HostMapped", New: func() Message { return new(HostMapped) }, FDs: 1},
 }
 

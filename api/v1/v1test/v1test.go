@@ -34,6 +34,9 @@ func Samples() []v1.Message {
 		&v1.SetShare{Tenant: "alice", Fields: v1.ShareCompute | v1.ShareCopy | v1.ShareMemory | v1.ShareClass,
 			Compute: 3, Copy: 1, Memory: 4 << 30, Class: -1},
 		&v1.TenantStats{},
+		&v1.PolicyLoad{Name: "wfair", Module: []byte("\x00asm\x01\x00\x00\x00")},
+		&v1.PolicyUnload{Name: "wfair"},
+		&v1.PolicyMaps{Prefix: "wfair."},
 
 		&v1.CreateBuffer{Size: 1 << 21, Flags: 1},
 		&v1.Release{Handle: 0x0001000200000003},
@@ -111,6 +114,11 @@ func Samples() []v1.Message {
 			Memory: 4 << 30, Sessions: 2, GPUTimeNs: 5e9, CopyBytes: 1 << 33, ComputeShare: 750000, ComputeTarget: 750000,
 			CopyShare: 400000, CopyTarget: 666666, QueueDelayNs: 12345, Dispatched: 99, InFlight: 4, Queued: 17},
 			{Name: "bob", Class: -1}}},
+		&v1.PolicyLoaded{Name: "wfair", SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", Size: 2 << 20,
+			Hooks: 1<<0 | 1<<2 | 1<<3 | 1<<4 | 1<<6, CheckSites: 51234},
+		&v1.PolicyMapValues{Maps: []v1.MapInfo{
+			{Device: 1, Name: "wfair.vtime.compute", Kind: v1.MapOfLoaded, Values: []v1.MapValue{{Tenant: "alice", Value: -7}, {Tenant: "bob", Value: 1 << 40}}},
+			{Name: "weight.compute", Kind: v1.MapOfHost}}},
 		&v1.ShmSegment{Handle: 19, Owner: "alice", Name: "frames", Size: 256 << 20, Rights: v1.RightBufferRead | v1.RightBufferWrite, Created: true},
 		&v1.ShmStat{Owner: "alice", Name: "frames", Size: 256 << 20, Handles: 2, Mappings: 3, Removed: true,
 			Allowed: []v1.ShmAccess{{Tenant: "bob", Rights: v1.RightBufferRead}, {Tenant: "carol", Rights: v1.RightBufferRead | v1.RightBufferWrite}}},
