@@ -24,18 +24,18 @@ func ctxCreate(name string, pctx *uint64, flags uint32, dev int32) int32 {
 	return ret(name, r)
 }
 
-//export cuCtxCreate
-func cuCtxCreate(pctx *uint64, flags uint32, dev int32) int32 {
+//export gpuos_cuCtxCreate
+func gpuos_cuCtxCreate(pctx *uint64, flags uint32, dev int32) int32 {
 	return ctxCreate("cuCtxCreate", pctx, flags, dev)
 }
 
-//export cuCtxCreate_v2
-func cuCtxCreate_v2(pctx *uint64, flags uint32, dev int32) int32 {
+//export gpuos_cuCtxCreate_v2
+func gpuos_cuCtxCreate_v2(pctx *uint64, flags uint32, dev int32) int32 {
 	return ctxCreate("cuCtxCreate", pctx, flags, dev)
 }
 
-//export cuCtxCreate_v3
-func cuCtxCreate_v3(pctx *uint64, params unsafe.Pointer, numParams int32, flags uint32, dev int32) int32 {
+//export gpuos_cuCtxCreate_v3
+func gpuos_cuCtxCreate_v3(pctx *uint64, params unsafe.Pointer, numParams int32, flags uint32, dev int32) int32 {
 	if numParams < 0 || (numParams > 0 && params == nil) {
 		return invalidValue
 	}
@@ -45,8 +45,8 @@ func cuCtxCreate_v3(pctx *uint64, params unsafe.Pointer, numParams int32, flags 
 	return ctxCreate("cuCtxCreate", pctx, flags, dev)
 }
 
-//export cuCtxCreate_v4
-func cuCtxCreate_v4(pctx *uint64, params unsafe.Pointer, flags uint32, dev int32) int32 {
+//export gpuos_cuCtxCreate_v4
+func gpuos_cuCtxCreate_v4(pctx *uint64, params unsafe.Pointer, flags uint32, dev int32) int32 {
 	if params != nil {
 		p := (*cu.CUctxCreateParams)(params)
 		if p.NumExecAffinityParams != 0 {
@@ -59,17 +59,21 @@ func cuCtxCreate_v4(pctx *uint64, params unsafe.Pointer, flags uint32, dev int32
 	return ctxCreate("cuCtxCreate", pctx, flags, dev)
 }
 
-//export cuCtxDestroy
-func cuCtxDestroy(ctx uint64) int32 { return ret("cuCtxDestroy", drv.CtxDestroy(thread(), ctx)) }
+//export gpuos_cuCtxDestroy
+func gpuos_cuCtxDestroy(ctx uint64) int32 { return ret("cuCtxDestroy", drv.CtxDestroy(thread(), ctx)) }
 
-//export cuCtxDestroy_v2
-func cuCtxDestroy_v2(ctx uint64) int32 { return ret("cuCtxDestroy", drv.CtxDestroy(thread(), ctx)) }
+//export gpuos_cuCtxDestroy_v2
+func gpuos_cuCtxDestroy_v2(ctx uint64) int32 {
+	return ret("cuCtxDestroy", drv.CtxDestroy(thread(), ctx))
+}
 
-//export cuCtxPushCurrent
-func cuCtxPushCurrent(ctx uint64) int32 { return ret("cuCtxPushCurrent", drv.CtxPush(thread(), ctx)) }
+//export gpuos_cuCtxPushCurrent
+func gpuos_cuCtxPushCurrent(ctx uint64) int32 {
+	return ret("cuCtxPushCurrent", drv.CtxPush(thread(), ctx))
+}
 
-//export cuCtxPushCurrent_v2
-func cuCtxPushCurrent_v2(ctx uint64) int32 {
+//export gpuos_cuCtxPushCurrent_v2
+func gpuos_cuCtxPushCurrent_v2(ctx uint64) int32 {
 	return ret("cuCtxPushCurrent", drv.CtxPush(thread(), ctx))
 }
 
@@ -81,19 +85,19 @@ func ctxPop(pctx *uint64) int32 {
 	return ret("cuCtxPopCurrent", r)
 }
 
-//export cuCtxPopCurrent
-func cuCtxPopCurrent(pctx *uint64) int32 { return ctxPop(pctx) }
+//export gpuos_cuCtxPopCurrent
+func gpuos_cuCtxPopCurrent(pctx *uint64) int32 { return ctxPop(pctx) }
 
-//export cuCtxPopCurrent_v2
-func cuCtxPopCurrent_v2(pctx *uint64) int32 { return ctxPop(pctx) }
+//export gpuos_cuCtxPopCurrent_v2
+func gpuos_cuCtxPopCurrent_v2(pctx *uint64) int32 { return ctxPop(pctx) }
 
-//export cuCtxSetCurrent
-func cuCtxSetCurrent(ctx uint64) int32 {
+//export gpuos_cuCtxSetCurrent
+func gpuos_cuCtxSetCurrent(ctx uint64) int32 {
 	return ret("cuCtxSetCurrent", drv.CtxSetCurrent(thread(), ctx))
 }
 
-//export cuCtxGetCurrent
-func cuCtxGetCurrent(pctx *uint64) int32 {
+//export gpuos_cuCtxGetCurrent
+func gpuos_cuCtxGetCurrent(pctx *uint64) int32 {
 	if pctx == nil {
 		return invalidValue
 	}
@@ -104,11 +108,11 @@ func cuCtxGetCurrent(pctx *uint64) int32 {
 	return ret("cuCtxGetCurrent", r)
 }
 
-//export cuCtxGetDevice
-func cuCtxGetDevice(dev *int32) int32 { return cuCtxGetDevice_v2(dev, 0) }
+//export gpuos_cuCtxGetDevice
+func gpuos_cuCtxGetDevice(dev *int32) int32 { return gpuos_cuCtxGetDevice_v2(dev, 0) }
 
-//export cuCtxGetDevice_v2
-func cuCtxGetDevice_v2(dev *int32, ctx uint64) int32 {
+//export gpuos_cuCtxGetDevice_v2
+func gpuos_cuCtxGetDevice_v2(dev *int32, ctx uint64) int32 {
 	if dev == nil {
 		return invalidValue
 	}
@@ -119,8 +123,8 @@ func cuCtxGetDevice_v2(dev *int32, ctx uint64) int32 {
 	return ret("cuCtxGetDevice", r)
 }
 
-//export cuCtxGetFlags
-func cuCtxGetFlags(flags *uint32) int32 {
+//export gpuos_cuCtxGetFlags
+func gpuos_cuCtxGetFlags(flags *uint32) int32 {
 	if flags == nil {
 		return invalidValue
 	}
@@ -131,11 +135,13 @@ func cuCtxGetFlags(flags *uint32) int32 {
 	return ret("cuCtxGetFlags", r)
 }
 
-//export cuCtxSetFlags
-func cuCtxSetFlags(flags uint32) int32 { return ret("cuCtxSetFlags", drv.CtxSetFlags(thread(), flags)) }
+//export gpuos_cuCtxSetFlags
+func gpuos_cuCtxSetFlags(flags uint32) int32 {
+	return ret("cuCtxSetFlags", drv.CtxSetFlags(thread(), flags))
+}
 
-//export cuCtxGetId
-func cuCtxGetId(ctx uint64, id *uint64) int32 {
+//export gpuos_cuCtxGetId
+func gpuos_cuCtxGetId(ctx uint64, id *uint64) int32 {
 	if id == nil {
 		return invalidValue
 	}
@@ -146,8 +152,8 @@ func cuCtxGetId(ctx uint64, id *uint64) int32 {
 	return ret("cuCtxGetId", r)
 }
 
-//export cuCtxGetApiVersion
-func cuCtxGetApiVersion(ctx uint64, version *uint32) int32 {
+//export gpuos_cuCtxGetApiVersion
+func gpuos_cuCtxGetApiVersion(ctx uint64, version *uint32) int32 {
 	if version == nil {
 		return invalidValue
 	}
@@ -158,21 +164,21 @@ func cuCtxGetApiVersion(ctx uint64, version *uint32) int32 {
 	return ret("cuCtxGetApiVersion", r)
 }
 
-//export cuCtxSynchronize
-func cuCtxSynchronize() int32 { return ret("cuCtxSynchronize", drv.CtxSynchronize(thread(), 0)) }
+//export gpuos_cuCtxSynchronize
+func gpuos_cuCtxSynchronize() int32 { return ret("cuCtxSynchronize", drv.CtxSynchronize(thread(), 0)) }
 
-//export cuCtxSynchronize_v2
-func cuCtxSynchronize_v2(ctx uint64) int32 {
+//export gpuos_cuCtxSynchronize_v2
+func gpuos_cuCtxSynchronize_v2(ctx uint64) int32 {
 	return ret("cuCtxSynchronize", drv.CtxSynchronize(thread(), ctx))
 }
 
-//export cuCtxSetLimit
-func cuCtxSetLimit(limit uint32, value uintptr) int32 {
+//export gpuos_cuCtxSetLimit
+func gpuos_cuCtxSetLimit(limit uint32, value uintptr) int32 {
 	return ret("cuCtxSetLimit", drv.CtxSetLimit(thread(), cu.CUlimit(limit), uint64(value)))
 }
 
-//export cuCtxGetLimit
-func cuCtxGetLimit(value *uintptr, limit uint32) int32 {
+//export gpuos_cuCtxGetLimit
+func gpuos_cuCtxGetLimit(value *uintptr, limit uint32) int32 {
 	if value == nil {
 		return invalidValue
 	}
@@ -183,8 +189,8 @@ func cuCtxGetLimit(value *uintptr, limit uint32) int32 {
 	return ret("cuCtxGetLimit", r)
 }
 
-//export cuCtxGetCacheConfig
-func cuCtxGetCacheConfig(cfg *uint32) int32 {
+//export gpuos_cuCtxGetCacheConfig
+func gpuos_cuCtxGetCacheConfig(cfg *uint32) int32 {
 	if cfg == nil {
 		return invalidValue
 	}
@@ -195,13 +201,13 @@ func cuCtxGetCacheConfig(cfg *uint32) int32 {
 	return ret("cuCtxGetCacheConfig", r)
 }
 
-//export cuCtxSetCacheConfig
-func cuCtxSetCacheConfig(cfg uint32) int32 {
+//export gpuos_cuCtxSetCacheConfig
+func gpuos_cuCtxSetCacheConfig(cfg uint32) int32 {
 	return ret("cuCtxSetCacheConfig", drv.CtxSetCacheConfig(thread(), cu.CUfunc_cache(cfg)))
 }
 
-//export cuCtxGetSharedMemConfig
-func cuCtxGetSharedMemConfig(cfg *uint32) int32 {
+//export gpuos_cuCtxGetSharedMemConfig
+func gpuos_cuCtxGetSharedMemConfig(cfg *uint32) int32 {
 	if cfg == nil {
 		return invalidValue
 	}
@@ -212,13 +218,13 @@ func cuCtxGetSharedMemConfig(cfg *uint32) int32 {
 	return ret("cuCtxGetSharedMemConfig", r)
 }
 
-//export cuCtxSetSharedMemConfig
-func cuCtxSetSharedMemConfig(cfg uint32) int32 {
+//export gpuos_cuCtxSetSharedMemConfig
+func gpuos_cuCtxSetSharedMemConfig(cfg uint32) int32 {
 	return ret("cuCtxSetSharedMemConfig", drv.CtxSetSharedMemConfig(thread(), cu.CUsharedconfig(cfg)))
 }
 
-//export cuCtxGetStreamPriorityRange
-func cuCtxGetStreamPriorityRange(least, greatest *int32) int32 {
+//export gpuos_cuCtxGetStreamPriorityRange
+func gpuos_cuCtxGetStreamPriorityRange(least, greatest *int32) int32 {
 	l, g, r := drv.CtxGetStreamPriorityRange(thread())
 	if r == cu.CUDA_SUCCESS {
 		if least != nil {
@@ -234,8 +240,8 @@ func cuCtxGetStreamPriorityRange(least, greatest *int32) int32 {
 // cuCtxResetPersistingL2Cache resets the persisting lines of the L2 cache,
 // which gpuos never sets: there is nothing to reset.
 //
-//export cuCtxResetPersistingL2Cache
-func cuCtxResetPersistingL2Cache() int32 {
+//export gpuos_cuCtxResetPersistingL2Cache
+func gpuos_cuCtxResetPersistingL2Cache() int32 {
 	_, r := drv.CtxGetCurrent(thread())
 	return ret("cuCtxResetPersistingL2Cache", r)
 }

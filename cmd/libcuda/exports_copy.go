@@ -95,244 +95,254 @@ func memset2D(name string, dst uint64, pitch uintptr, v uint32, elem int, w, h u
 	return ret(name, drv.Memset2D(thread(), dst, uint64(pitch), v, elem, uint64(w), uint64(h), stream))
 }
 
-//export cuMemcpy
-func cuMemcpy(dst, src uint64, n uintptr) int32 { return memcpyGeneric(dst, src, n, 0, false) }
+//export gpuos_cuMemcpy
+func gpuos_cuMemcpy(dst, src uint64, n uintptr) int32 { return memcpyGeneric(dst, src, n, 0, false) }
 
-//export cuMemcpy_ptds
-func cuMemcpy_ptds(dst, src uint64, n uintptr) int32 { return memcpyGeneric(dst, src, n, 0, false) }
+//export gpuos_cuMemcpy_ptds
+func gpuos_cuMemcpy_ptds(dst, src uint64, n uintptr) int32 {
+	return memcpyGeneric(dst, src, n, 0, false)
+}
 
-//export cuMemcpyAsync
-func cuMemcpyAsync(dst, src uint64, n uintptr, stream uint64) int32 {
+//export gpuos_cuMemcpyAsync
+func gpuos_cuMemcpyAsync(dst, src uint64, n uintptr, stream uint64) int32 {
 	return memcpyGeneric(dst, src, n, stream, true)
 }
 
-//export cuMemcpyAsync_ptsz
-func cuMemcpyAsync_ptsz(dst, src uint64, n uintptr, stream uint64) int32 {
+//export gpuos_cuMemcpyAsync_ptsz
+func gpuos_cuMemcpyAsync_ptsz(dst, src uint64, n uintptr, stream uint64) int32 {
 	return memcpyGeneric(dst, src, n, stream, true)
 }
 
-//export cuMemcpyHtoD_v2
-func cuMemcpyHtoD_v2(dst uint64, src unsafe.Pointer, n uintptr) int32 {
+//export gpuos_cuMemcpyHtoD_v2
+func gpuos_cuMemcpyHtoD_v2(dst uint64, src unsafe.Pointer, n uintptr) int32 {
 	return memcpyHtoD(dst, src, n, 0, false)
 }
 
-//export cuMemcpyHtoD_v2_ptds
-func cuMemcpyHtoD_v2_ptds(dst uint64, src unsafe.Pointer, n uintptr) int32 {
+//export gpuos_cuMemcpyHtoD_v2_ptds
+func gpuos_cuMemcpyHtoD_v2_ptds(dst uint64, src unsafe.Pointer, n uintptr) int32 {
 	return memcpyHtoD(dst, src, n, 0, false)
 }
 
-//export cuMemcpyHtoDAsync_v2
-func cuMemcpyHtoDAsync_v2(dst uint64, src unsafe.Pointer, n uintptr, stream uint64) int32 {
+//export gpuos_cuMemcpyHtoDAsync_v2
+func gpuos_cuMemcpyHtoDAsync_v2(dst uint64, src unsafe.Pointer, n uintptr, stream uint64) int32 {
 	return memcpyHtoD(dst, src, n, stream, true)
 }
 
-//export cuMemcpyHtoDAsync_v2_ptsz
-func cuMemcpyHtoDAsync_v2_ptsz(dst uint64, src unsafe.Pointer, n uintptr, stream uint64) int32 {
+//export gpuos_cuMemcpyHtoDAsync_v2_ptsz
+func gpuos_cuMemcpyHtoDAsync_v2_ptsz(dst uint64, src unsafe.Pointer, n uintptr, stream uint64) int32 {
 	return memcpyHtoD(dst, src, n, stream, true)
 }
 
-//export cuMemcpyDtoH_v2
-func cuMemcpyDtoH_v2(dst unsafe.Pointer, src uint64, n uintptr) int32 {
+//export gpuos_cuMemcpyDtoH_v2
+func gpuos_cuMemcpyDtoH_v2(dst unsafe.Pointer, src uint64, n uintptr) int32 {
 	return memcpyDtoH(dst, src, n, 0)
 }
 
-//export cuMemcpyDtoH_v2_ptds
-func cuMemcpyDtoH_v2_ptds(dst unsafe.Pointer, src uint64, n uintptr) int32 {
+//export gpuos_cuMemcpyDtoH_v2_ptds
+func gpuos_cuMemcpyDtoH_v2_ptds(dst unsafe.Pointer, src uint64, n uintptr) int32 {
 	return memcpyDtoH(dst, src, n, 0)
 }
 
-//export cuMemcpyDtoHAsync_v2
-func cuMemcpyDtoHAsync_v2(dst unsafe.Pointer, src uint64, n uintptr, stream uint64) int32 {
+//export gpuos_cuMemcpyDtoHAsync_v2
+func gpuos_cuMemcpyDtoHAsync_v2(dst unsafe.Pointer, src uint64, n uintptr, stream uint64) int32 {
 	return memcpyDtoH(dst, src, n, stream)
 }
 
-//export cuMemcpyDtoHAsync_v2_ptsz
-func cuMemcpyDtoHAsync_v2_ptsz(dst unsafe.Pointer, src uint64, n uintptr, stream uint64) int32 {
+//export gpuos_cuMemcpyDtoHAsync_v2_ptsz
+func gpuos_cuMemcpyDtoHAsync_v2_ptsz(dst unsafe.Pointer, src uint64, n uintptr, stream uint64) int32 {
 	return memcpyDtoH(dst, src, n, stream)
 }
 
-//export cuMemcpyDtoD_v2
-func cuMemcpyDtoD_v2(dst, src uint64, n uintptr) int32 { return memcpyDtoD(dst, src, n, 0) }
+//export gpuos_cuMemcpyDtoD_v2
+func gpuos_cuMemcpyDtoD_v2(dst, src uint64, n uintptr) int32 { return memcpyDtoD(dst, src, n, 0) }
 
-//export cuMemcpyDtoD_v2_ptds
-func cuMemcpyDtoD_v2_ptds(dst, src uint64, n uintptr) int32 { return memcpyDtoD(dst, src, n, 0) }
+//export gpuos_cuMemcpyDtoD_v2_ptds
+func gpuos_cuMemcpyDtoD_v2_ptds(dst, src uint64, n uintptr) int32 { return memcpyDtoD(dst, src, n, 0) }
 
-//export cuMemcpyDtoDAsync_v2
-func cuMemcpyDtoDAsync_v2(dst, src uint64, n uintptr, stream uint64) int32 {
+//export gpuos_cuMemcpyDtoDAsync_v2
+func gpuos_cuMemcpyDtoDAsync_v2(dst, src uint64, n uintptr, stream uint64) int32 {
 	return memcpyDtoD(dst, src, n, stream)
 }
 
-//export cuMemcpyDtoDAsync_v2_ptsz
-func cuMemcpyDtoDAsync_v2_ptsz(dst, src uint64, n uintptr, stream uint64) int32 {
+//export gpuos_cuMemcpyDtoDAsync_v2_ptsz
+func gpuos_cuMemcpyDtoDAsync_v2_ptsz(dst, src uint64, n uintptr, stream uint64) int32 {
 	return memcpyDtoD(dst, src, n, stream)
 }
 
-//export cuMemcpy2D_v2
-func cuMemcpy2D_v2(p unsafe.Pointer) int32 { return memcpy2D(p, 0, false) }
+//export gpuos_cuMemcpy2D_v2
+func gpuos_cuMemcpy2D_v2(p unsafe.Pointer) int32 { return memcpy2D(p, 0, false) }
 
-//export cuMemcpy2D_v2_ptds
-func cuMemcpy2D_v2_ptds(p unsafe.Pointer) int32 { return memcpy2D(p, 0, false) }
+//export gpuos_cuMemcpy2D_v2_ptds
+func gpuos_cuMemcpy2D_v2_ptds(p unsafe.Pointer) int32 { return memcpy2D(p, 0, false) }
 
-//export cuMemcpy2DUnaligned_v2
-func cuMemcpy2DUnaligned_v2(p unsafe.Pointer) int32 { return memcpy2D(p, 0, false) }
+//export gpuos_cuMemcpy2DUnaligned_v2
+func gpuos_cuMemcpy2DUnaligned_v2(p unsafe.Pointer) int32 { return memcpy2D(p, 0, false) }
 
-//export cuMemcpy2DUnaligned_v2_ptds
-func cuMemcpy2DUnaligned_v2_ptds(p unsafe.Pointer) int32 { return memcpy2D(p, 0, false) }
+//export gpuos_cuMemcpy2DUnaligned_v2_ptds
+func gpuos_cuMemcpy2DUnaligned_v2_ptds(p unsafe.Pointer) int32 { return memcpy2D(p, 0, false) }
 
-//export cuMemcpy2DAsync_v2
-func cuMemcpy2DAsync_v2(p unsafe.Pointer, stream uint64) int32 { return memcpy2D(p, stream, true) }
+//export gpuos_cuMemcpy2DAsync_v2
+func gpuos_cuMemcpy2DAsync_v2(p unsafe.Pointer, stream uint64) int32 {
+	return memcpy2D(p, stream, true)
+}
 
-//export cuMemcpy2DAsync_v2_ptsz
-func cuMemcpy2DAsync_v2_ptsz(p unsafe.Pointer, stream uint64) int32 { return memcpy2D(p, stream, true) }
+//export gpuos_cuMemcpy2DAsync_v2_ptsz
+func gpuos_cuMemcpy2DAsync_v2_ptsz(p unsafe.Pointer, stream uint64) int32 {
+	return memcpy2D(p, stream, true)
+}
 
-//export cuMemcpy3D_v2
-func cuMemcpy3D_v2(p unsafe.Pointer) int32 { return memcpy3D(p, 0, false) }
+//export gpuos_cuMemcpy3D_v2
+func gpuos_cuMemcpy3D_v2(p unsafe.Pointer) int32 { return memcpy3D(p, 0, false) }
 
-//export cuMemcpy3D_v2_ptds
-func cuMemcpy3D_v2_ptds(p unsafe.Pointer) int32 { return memcpy3D(p, 0, false) }
+//export gpuos_cuMemcpy3D_v2_ptds
+func gpuos_cuMemcpy3D_v2_ptds(p unsafe.Pointer) int32 { return memcpy3D(p, 0, false) }
 
-//export cuMemcpy3DAsync_v2
-func cuMemcpy3DAsync_v2(p unsafe.Pointer, stream uint64) int32 { return memcpy3D(p, stream, true) }
+//export gpuos_cuMemcpy3DAsync_v2
+func gpuos_cuMemcpy3DAsync_v2(p unsafe.Pointer, stream uint64) int32 {
+	return memcpy3D(p, stream, true)
+}
 
-//export cuMemcpy3DAsync_v2_ptsz
-func cuMemcpy3DAsync_v2_ptsz(p unsafe.Pointer, stream uint64) int32 { return memcpy3D(p, stream, true) }
+//export gpuos_cuMemcpy3DAsync_v2_ptsz
+func gpuos_cuMemcpy3DAsync_v2_ptsz(p unsafe.Pointer, stream uint64) int32 {
+	return memcpy3D(p, stream, true)
+}
 
-//export cuMemcpyPeer
-func cuMemcpyPeer(dst, dstCtx, src, srcCtx uint64, n uintptr) int32 {
+//export gpuos_cuMemcpyPeer
+func gpuos_cuMemcpyPeer(dst, dstCtx, src, srcCtx uint64, n uintptr) int32 {
 	return memcpyPeer(dst, dstCtx, src, srcCtx, n, 0, false)
 }
 
-//export cuMemcpyPeer_ptds
-func cuMemcpyPeer_ptds(dst, dstCtx, src, srcCtx uint64, n uintptr) int32 {
+//export gpuos_cuMemcpyPeer_ptds
+func gpuos_cuMemcpyPeer_ptds(dst, dstCtx, src, srcCtx uint64, n uintptr) int32 {
 	return memcpyPeer(dst, dstCtx, src, srcCtx, n, 0, false)
 }
 
-//export cuMemcpyPeerAsync
-func cuMemcpyPeerAsync(dst, dstCtx, src, srcCtx uint64, n uintptr, stream uint64) int32 {
+//export gpuos_cuMemcpyPeerAsync
+func gpuos_cuMemcpyPeerAsync(dst, dstCtx, src, srcCtx uint64, n uintptr, stream uint64) int32 {
 	return memcpyPeer(dst, dstCtx, src, srcCtx, n, stream, true)
 }
 
-//export cuMemcpyPeerAsync_ptsz
-func cuMemcpyPeerAsync_ptsz(dst, dstCtx, src, srcCtx uint64, n uintptr, stream uint64) int32 {
+//export gpuos_cuMemcpyPeerAsync_ptsz
+func gpuos_cuMemcpyPeerAsync_ptsz(dst, dstCtx, src, srcCtx uint64, n uintptr, stream uint64) int32 {
 	return memcpyPeer(dst, dstCtx, src, srcCtx, n, stream, true)
 }
 
-//export cuMemsetD8_v2
-func cuMemsetD8_v2(dst uint64, v uint8, n uintptr) int32 {
+//export gpuos_cuMemsetD8_v2
+func gpuos_cuMemsetD8_v2(dst uint64, v uint8, n uintptr) int32 {
 	return memset("cuMemsetD8", dst, uint32(v), 1, n, 0)
 }
 
-//export cuMemsetD8_v2_ptds
-func cuMemsetD8_v2_ptds(dst uint64, v uint8, n uintptr) int32 {
+//export gpuos_cuMemsetD8_v2_ptds
+func gpuos_cuMemsetD8_v2_ptds(dst uint64, v uint8, n uintptr) int32 {
 	return memset("cuMemsetD8", dst, uint32(v), 1, n, 0)
 }
 
-//export cuMemsetD8Async
-func cuMemsetD8Async(dst uint64, v uint8, n uintptr, stream uint64) int32 {
+//export gpuos_cuMemsetD8Async
+func gpuos_cuMemsetD8Async(dst uint64, v uint8, n uintptr, stream uint64) int32 {
 	return memset("cuMemsetD8Async", dst, uint32(v), 1, n, stream)
 }
 
-//export cuMemsetD8Async_ptsz
-func cuMemsetD8Async_ptsz(dst uint64, v uint8, n uintptr, stream uint64) int32 {
+//export gpuos_cuMemsetD8Async_ptsz
+func gpuos_cuMemsetD8Async_ptsz(dst uint64, v uint8, n uintptr, stream uint64) int32 {
 	return memset("cuMemsetD8Async", dst, uint32(v), 1, n, stream)
 }
 
-//export cuMemsetD2D8_v2
-func cuMemsetD2D8_v2(dst uint64, pitch uintptr, v uint8, w, h uintptr) int32 {
+//export gpuos_cuMemsetD2D8_v2
+func gpuos_cuMemsetD2D8_v2(dst uint64, pitch uintptr, v uint8, w, h uintptr) int32 {
 	return memset2D("cuMemsetD2D8", dst, pitch, uint32(v), 1, w, h, 0)
 }
 
-//export cuMemsetD2D8_v2_ptds
-func cuMemsetD2D8_v2_ptds(dst uint64, pitch uintptr, v uint8, w, h uintptr) int32 {
+//export gpuos_cuMemsetD2D8_v2_ptds
+func gpuos_cuMemsetD2D8_v2_ptds(dst uint64, pitch uintptr, v uint8, w, h uintptr) int32 {
 	return memset2D("cuMemsetD2D8", dst, pitch, uint32(v), 1, w, h, 0)
 }
 
-//export cuMemsetD2D8Async
-func cuMemsetD2D8Async(dst uint64, pitch uintptr, v uint8, w, h uintptr, stream uint64) int32 {
+//export gpuos_cuMemsetD2D8Async
+func gpuos_cuMemsetD2D8Async(dst uint64, pitch uintptr, v uint8, w, h uintptr, stream uint64) int32 {
 	return memset2D("cuMemsetD2D8Async", dst, pitch, uint32(v), 1, w, h, stream)
 }
 
-//export cuMemsetD2D8Async_ptsz
-func cuMemsetD2D8Async_ptsz(dst uint64, pitch uintptr, v uint8, w, h uintptr, stream uint64) int32 {
+//export gpuos_cuMemsetD2D8Async_ptsz
+func gpuos_cuMemsetD2D8Async_ptsz(dst uint64, pitch uintptr, v uint8, w, h uintptr, stream uint64) int32 {
 	return memset2D("cuMemsetD2D8Async", dst, pitch, uint32(v), 1, w, h, stream)
 }
 
-//export cuMemsetD16_v2
-func cuMemsetD16_v2(dst uint64, v uint16, n uintptr) int32 {
+//export gpuos_cuMemsetD16_v2
+func gpuos_cuMemsetD16_v2(dst uint64, v uint16, n uintptr) int32 {
 	return memset("cuMemsetD16", dst, uint32(v), 2, n, 0)
 }
 
-//export cuMemsetD16_v2_ptds
-func cuMemsetD16_v2_ptds(dst uint64, v uint16, n uintptr) int32 {
+//export gpuos_cuMemsetD16_v2_ptds
+func gpuos_cuMemsetD16_v2_ptds(dst uint64, v uint16, n uintptr) int32 {
 	return memset("cuMemsetD16", dst, uint32(v), 2, n, 0)
 }
 
-//export cuMemsetD16Async
-func cuMemsetD16Async(dst uint64, v uint16, n uintptr, stream uint64) int32 {
+//export gpuos_cuMemsetD16Async
+func gpuos_cuMemsetD16Async(dst uint64, v uint16, n uintptr, stream uint64) int32 {
 	return memset("cuMemsetD16Async", dst, uint32(v), 2, n, stream)
 }
 
-//export cuMemsetD16Async_ptsz
-func cuMemsetD16Async_ptsz(dst uint64, v uint16, n uintptr, stream uint64) int32 {
+//export gpuos_cuMemsetD16Async_ptsz
+func gpuos_cuMemsetD16Async_ptsz(dst uint64, v uint16, n uintptr, stream uint64) int32 {
 	return memset("cuMemsetD16Async", dst, uint32(v), 2, n, stream)
 }
 
-//export cuMemsetD2D16_v2
-func cuMemsetD2D16_v2(dst uint64, pitch uintptr, v uint16, w, h uintptr) int32 {
+//export gpuos_cuMemsetD2D16_v2
+func gpuos_cuMemsetD2D16_v2(dst uint64, pitch uintptr, v uint16, w, h uintptr) int32 {
 	return memset2D("cuMemsetD2D16", dst, pitch, uint32(v), 2, w, h, 0)
 }
 
-//export cuMemsetD2D16_v2_ptds
-func cuMemsetD2D16_v2_ptds(dst uint64, pitch uintptr, v uint16, w, h uintptr) int32 {
+//export gpuos_cuMemsetD2D16_v2_ptds
+func gpuos_cuMemsetD2D16_v2_ptds(dst uint64, pitch uintptr, v uint16, w, h uintptr) int32 {
 	return memset2D("cuMemsetD2D16", dst, pitch, uint32(v), 2, w, h, 0)
 }
 
-//export cuMemsetD2D16Async
-func cuMemsetD2D16Async(dst uint64, pitch uintptr, v uint16, w, h uintptr, stream uint64) int32 {
+//export gpuos_cuMemsetD2D16Async
+func gpuos_cuMemsetD2D16Async(dst uint64, pitch uintptr, v uint16, w, h uintptr, stream uint64) int32 {
 	return memset2D("cuMemsetD2D16Async", dst, pitch, uint32(v), 2, w, h, stream)
 }
 
-//export cuMemsetD2D16Async_ptsz
-func cuMemsetD2D16Async_ptsz(dst uint64, pitch uintptr, v uint16, w, h uintptr, stream uint64) int32 {
+//export gpuos_cuMemsetD2D16Async_ptsz
+func gpuos_cuMemsetD2D16Async_ptsz(dst uint64, pitch uintptr, v uint16, w, h uintptr, stream uint64) int32 {
 	return memset2D("cuMemsetD2D16Async", dst, pitch, uint32(v), 2, w, h, stream)
 }
 
-//export cuMemsetD32_v2
-func cuMemsetD32_v2(dst uint64, v uint32, n uintptr) int32 {
+//export gpuos_cuMemsetD32_v2
+func gpuos_cuMemsetD32_v2(dst uint64, v uint32, n uintptr) int32 {
 	return memset("cuMemsetD32", dst, uint32(v), 4, n, 0)
 }
 
-//export cuMemsetD32_v2_ptds
-func cuMemsetD32_v2_ptds(dst uint64, v uint32, n uintptr) int32 {
+//export gpuos_cuMemsetD32_v2_ptds
+func gpuos_cuMemsetD32_v2_ptds(dst uint64, v uint32, n uintptr) int32 {
 	return memset("cuMemsetD32", dst, uint32(v), 4, n, 0)
 }
 
-//export cuMemsetD32Async
-func cuMemsetD32Async(dst uint64, v uint32, n uintptr, stream uint64) int32 {
+//export gpuos_cuMemsetD32Async
+func gpuos_cuMemsetD32Async(dst uint64, v uint32, n uintptr, stream uint64) int32 {
 	return memset("cuMemsetD32Async", dst, uint32(v), 4, n, stream)
 }
 
-//export cuMemsetD32Async_ptsz
-func cuMemsetD32Async_ptsz(dst uint64, v uint32, n uintptr, stream uint64) int32 {
+//export gpuos_cuMemsetD32Async_ptsz
+func gpuos_cuMemsetD32Async_ptsz(dst uint64, v uint32, n uintptr, stream uint64) int32 {
 	return memset("cuMemsetD32Async", dst, uint32(v), 4, n, stream)
 }
 
-//export cuMemsetD2D32_v2
-func cuMemsetD2D32_v2(dst uint64, pitch uintptr, v uint32, w, h uintptr) int32 {
+//export gpuos_cuMemsetD2D32_v2
+func gpuos_cuMemsetD2D32_v2(dst uint64, pitch uintptr, v uint32, w, h uintptr) int32 {
 	return memset2D("cuMemsetD2D32", dst, pitch, uint32(v), 4, w, h, 0)
 }
 
-//export cuMemsetD2D32_v2_ptds
-func cuMemsetD2D32_v2_ptds(dst uint64, pitch uintptr, v uint32, w, h uintptr) int32 {
+//export gpuos_cuMemsetD2D32_v2_ptds
+func gpuos_cuMemsetD2D32_v2_ptds(dst uint64, pitch uintptr, v uint32, w, h uintptr) int32 {
 	return memset2D("cuMemsetD2D32", dst, pitch, uint32(v), 4, w, h, 0)
 }
 
-//export cuMemsetD2D32Async
-func cuMemsetD2D32Async(dst uint64, pitch uintptr, v uint32, w, h uintptr, stream uint64) int32 {
+//export gpuos_cuMemsetD2D32Async
+func gpuos_cuMemsetD2D32Async(dst uint64, pitch uintptr, v uint32, w, h uintptr, stream uint64) int32 {
 	return memset2D("cuMemsetD2D32Async", dst, pitch, uint32(v), 4, w, h, stream)
 }
 
-//export cuMemsetD2D32Async_ptsz
-func cuMemsetD2D32Async_ptsz(dst uint64, pitch uintptr, v uint32, w, h uintptr, stream uint64) int32 {
+//export gpuos_cuMemsetD2D32Async_ptsz
+func gpuos_cuMemsetD2D32Async_ptsz(dst uint64, pitch uintptr, v uint32, w, h uintptr, stream uint64) int32 {
 	return memset2D("cuMemsetD2D32Async", dst, pitch, uint32(v), 4, w, h, stream)
 }

@@ -13,11 +13,11 @@ import (
 
 // Initialization, versions and devices.
 
-//export cuInit
-func cuInit(flags uint32) int32 { return ret("cuInit", drv.Init(flags)) }
+//export gpuos_cuInit
+func gpuos_cuInit(flags uint32) int32 { return ret("cuInit", drv.Init(flags)) }
 
-//export cuDriverGetVersion
-func cuDriverGetVersion(v *int32) int32 {
+//export gpuos_cuDriverGetVersion
+func gpuos_cuDriverGetVersion(v *int32) int32 {
 	if v == nil {
 		return invalidValue
 	}
@@ -25,8 +25,8 @@ func cuDriverGetVersion(v *int32) int32 {
 	return success
 }
 
-//export cuDeviceGet
-func cuDeviceGet(dev *int32, ordinal int32) int32 {
+//export gpuos_cuDeviceGet
+func gpuos_cuDeviceGet(dev *int32, ordinal int32) int32 {
 	if dev == nil {
 		return invalidValue
 	}
@@ -37,8 +37,8 @@ func cuDeviceGet(dev *int32, ordinal int32) int32 {
 	return ret("cuDeviceGet", r)
 }
 
-//export cuDeviceGetCount
-func cuDeviceGetCount(n *int32) int32 {
+//export gpuos_cuDeviceGetCount
+func gpuos_cuDeviceGetCount(n *int32) int32 {
 	if n == nil {
 		return invalidValue
 	}
@@ -49,8 +49,8 @@ func cuDeviceGetCount(n *int32) int32 {
 	return ret("cuDeviceGetCount", r)
 }
 
-//export cuDeviceGetName
-func cuDeviceGetName(name *C.char, n int32, dev int32) int32 {
+//export gpuos_cuDeviceGetName
+func gpuos_cuDeviceGetName(name *C.char, n int32, dev int32) int32 {
 	s, r := drv.DeviceGetName(dev)
 	if r != cu.CUDA_SUCCESS {
 		return ret("cuDeviceGetName", r)
@@ -72,14 +72,14 @@ func deviceUUID(uuid unsafe.Pointer, dev int32) int32 {
 	return ret("cuDeviceGetUuid", r)
 }
 
-//export cuDeviceGetUuid
-func cuDeviceGetUuid(uuid unsafe.Pointer, dev int32) int32 { return deviceUUID(uuid, dev) }
+//export gpuos_cuDeviceGetUuid
+func gpuos_cuDeviceGetUuid(uuid unsafe.Pointer, dev int32) int32 { return deviceUUID(uuid, dev) }
 
-//export cuDeviceGetUuid_v2
-func cuDeviceGetUuid_v2(uuid unsafe.Pointer, dev int32) int32 { return deviceUUID(uuid, dev) }
+//export gpuos_cuDeviceGetUuid_v2
+func gpuos_cuDeviceGetUuid_v2(uuid unsafe.Pointer, dev int32) int32 { return deviceUUID(uuid, dev) }
 
-//export cuDeviceTotalMem_v2
-func cuDeviceTotalMem_v2(bytes *uintptr, dev int32) int32 {
+//export gpuos_cuDeviceTotalMem_v2
+func gpuos_cuDeviceTotalMem_v2(bytes *uintptr, dev int32) int32 {
 	if bytes == nil {
 		return invalidValue
 	}
@@ -90,8 +90,8 @@ func cuDeviceTotalMem_v2(bytes *uintptr, dev int32) int32 {
 	return ret("cuDeviceTotalMem", r)
 }
 
-//export cuDeviceGetAttribute
-func cuDeviceGetAttribute(pi *int32, attr uint32, dev int32) int32 {
+//export gpuos_cuDeviceGetAttribute
+func gpuos_cuDeviceGetAttribute(pi *int32, attr uint32, dev int32) int32 {
 	if pi == nil {
 		return invalidValue
 	}
@@ -102,8 +102,8 @@ func cuDeviceGetAttribute(pi *int32, attr uint32, dev int32) int32 {
 	return ret("cuDeviceGetAttribute", r)
 }
 
-//export cuDeviceGetProperties
-func cuDeviceGetProperties(prop unsafe.Pointer, dev int32) int32 {
+//export gpuos_cuDeviceGetProperties
+func gpuos_cuDeviceGetProperties(prop unsafe.Pointer, dev int32) int32 {
 	if prop == nil {
 		return invalidValue
 	}
@@ -114,8 +114,8 @@ func cuDeviceGetProperties(prop unsafe.Pointer, dev int32) int32 {
 	return ret("cuDeviceGetProperties", r)
 }
 
-//export cuDeviceComputeCapability
-func cuDeviceComputeCapability(major, minor *int32, dev int32) int32 {
+//export gpuos_cuDeviceComputeCapability
+func gpuos_cuDeviceComputeCapability(major, minor *int32, dev int32) int32 {
 	if major == nil || minor == nil {
 		return invalidValue
 	}
@@ -126,8 +126,8 @@ func cuDeviceComputeCapability(major, minor *int32, dev int32) int32 {
 	return ret("cuDeviceComputeCapability", r)
 }
 
-//export cuDeviceGetPCIBusId
-func cuDeviceGetPCIBusId(id *C.char, n int32, dev int32) int32 {
+//export gpuos_cuDeviceGetPCIBusId
+func gpuos_cuDeviceGetPCIBusId(id *C.char, n int32, dev int32) int32 {
 	s, r := drv.DeviceGetPCIBusID(dev)
 	if r != cu.CUDA_SUCCESS {
 		return ret("cuDeviceGetPCIBusId", r)
@@ -138,8 +138,8 @@ func cuDeviceGetPCIBusId(id *C.char, n int32, dev int32) int32 {
 	return success
 }
 
-//export cuDeviceGetByPCIBusId
-func cuDeviceGetByPCIBusId(dev *int32, id *C.char) int32 {
+//export gpuos_cuDeviceGetByPCIBusId
+func gpuos_cuDeviceGetByPCIBusId(dev *int32, id *C.char) int32 {
 	s, ok := goString(id)
 	if dev == nil || !ok {
 		return invalidValue
@@ -151,8 +151,8 @@ func cuDeviceGetByPCIBusId(dev *int32, id *C.char) int32 {
 	return ret("cuDeviceGetByPCIBusId", r)
 }
 
-//export cuDeviceCanAccessPeer
-func cuDeviceCanAccessPeer(can *int32, dev, peer int32) int32 {
+//export gpuos_cuDeviceCanAccessPeer
+func gpuos_cuDeviceCanAccessPeer(can *int32, dev, peer int32) int32 {
 	if can == nil {
 		return invalidValue
 	}
@@ -168,8 +168,8 @@ func cuDeviceCanAccessPeer(can *int32, dev, peer int32) int32 {
 
 // Primary contexts.
 
-//export cuDevicePrimaryCtxRetain
-func cuDevicePrimaryCtxRetain(pctx *uint64, dev int32) int32 {
+//export gpuos_cuDevicePrimaryCtxRetain
+func gpuos_cuDevicePrimaryCtxRetain(pctx *uint64, dev int32) int32 {
 	if pctx == nil {
 		return invalidValue
 	}
@@ -180,28 +180,28 @@ func cuDevicePrimaryCtxRetain(pctx *uint64, dev int32) int32 {
 	return ret("cuDevicePrimaryCtxRetain", r)
 }
 
-//export cuDevicePrimaryCtxRelease
-func cuDevicePrimaryCtxRelease(dev int32) int32 {
+//export gpuos_cuDevicePrimaryCtxRelease
+func gpuos_cuDevicePrimaryCtxRelease(dev int32) int32 {
 	return ret("cuDevicePrimaryCtxRelease", drv.PrimaryCtxRelease(dev))
 }
 
-//export cuDevicePrimaryCtxRelease_v2
-func cuDevicePrimaryCtxRelease_v2(dev int32) int32 {
+//export gpuos_cuDevicePrimaryCtxRelease_v2
+func gpuos_cuDevicePrimaryCtxRelease_v2(dev int32) int32 {
 	return ret("cuDevicePrimaryCtxRelease", drv.PrimaryCtxRelease(dev))
 }
 
-//export cuDevicePrimaryCtxSetFlags
-func cuDevicePrimaryCtxSetFlags(dev int32, flags uint32) int32 {
+//export gpuos_cuDevicePrimaryCtxSetFlags
+func gpuos_cuDevicePrimaryCtxSetFlags(dev int32, flags uint32) int32 {
 	return ret("cuDevicePrimaryCtxSetFlags", drv.PrimaryCtxSetFlags(dev, flags))
 }
 
-//export cuDevicePrimaryCtxSetFlags_v2
-func cuDevicePrimaryCtxSetFlags_v2(dev int32, flags uint32) int32 {
+//export gpuos_cuDevicePrimaryCtxSetFlags_v2
+func gpuos_cuDevicePrimaryCtxSetFlags_v2(dev int32, flags uint32) int32 {
 	return ret("cuDevicePrimaryCtxSetFlags", drv.PrimaryCtxSetFlags(dev, flags))
 }
 
-//export cuDevicePrimaryCtxGetState
-func cuDevicePrimaryCtxGetState(dev int32, flags *uint32, active *int32) int32 {
+//export gpuos_cuDevicePrimaryCtxGetState
+func gpuos_cuDevicePrimaryCtxGetState(dev int32, flags *uint32, active *int32) int32 {
 	if flags == nil || active == nil {
 		return invalidValue
 	}
@@ -215,12 +215,12 @@ func cuDevicePrimaryCtxGetState(dev int32, flags *uint32, active *int32) int32 {
 	return ret("cuDevicePrimaryCtxGetState", r)
 }
 
-//export cuDevicePrimaryCtxReset
-func cuDevicePrimaryCtxReset(dev int32) int32 {
+//export gpuos_cuDevicePrimaryCtxReset
+func gpuos_cuDevicePrimaryCtxReset(dev int32) int32 {
 	return ret("cuDevicePrimaryCtxReset", drv.PrimaryCtxReset(dev))
 }
 
-//export cuDevicePrimaryCtxReset_v2
-func cuDevicePrimaryCtxReset_v2(dev int32) int32 {
+//export gpuos_cuDevicePrimaryCtxReset_v2
+func gpuos_cuDevicePrimaryCtxReset_v2(dev int32) int32 {
 	return ret("cuDevicePrimaryCtxReset", drv.PrimaryCtxReset(dev))
 }

@@ -23,13 +23,13 @@ func launch(f uint64, gx, gy, gz, bx, by, bz, shared uint32, stream uint64, para
 	return success
 }
 
-//export cuLaunchKernel
-func cuLaunchKernel(f uint64, gx, gy, gz, bx, by, bz, shared uint32, stream uint64, params, extra unsafe.Pointer) int32 {
+//export gpuos_cuLaunchKernel
+func gpuos_cuLaunchKernel(f uint64, gx, gy, gz, bx, by, bz, shared uint32, stream uint64, params, extra unsafe.Pointer) int32 {
 	return launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
 }
 
-//export cuLaunchKernel_ptsz
-func cuLaunchKernel_ptsz(f uint64, gx, gy, gz, bx, by, bz, shared uint32, stream uint64, params, extra unsafe.Pointer) int32 {
+//export gpuos_cuLaunchKernel_ptsz
+func gpuos_cuLaunchKernel_ptsz(f uint64, gx, gy, gz, bx, by, bz, shared uint32, stream uint64, params, extra unsafe.Pointer) int32 {
 	return launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
 }
 
@@ -41,13 +41,13 @@ func launchEx(cfg unsafe.Pointer, f uint64, params, extra unsafe.Pointer) int32 
 	return ret("cuLaunchKernelEx", drv.LaunchKernelEx(thread(), c, f, uintptr(params), uintptr(extra)))
 }
 
-//export cuLaunchKernelEx
-func cuLaunchKernelEx(cfg unsafe.Pointer, f uint64, params, extra unsafe.Pointer) int32 {
+//export gpuos_cuLaunchKernelEx
+func gpuos_cuLaunchKernelEx(cfg unsafe.Pointer, f uint64, params, extra unsafe.Pointer) int32 {
 	return launchEx(cfg, f, params, extra)
 }
 
-//export cuLaunchKernelEx_ptsz
-func cuLaunchKernelEx_ptsz(cfg unsafe.Pointer, f uint64, params, extra unsafe.Pointer) int32 {
+//export gpuos_cuLaunchKernelEx_ptsz
+func gpuos_cuLaunchKernelEx_ptsz(cfg unsafe.Pointer, f uint64, params, extra unsafe.Pointer) int32 {
 	return launchEx(cfg, f, params, extra)
 }
 
@@ -62,13 +62,13 @@ func maxActiveBlocks(n *int32, f uint64, blockSize int32, shared uintptr, flags 
 	return ret("cuOccupancyMaxActiveBlocksPerMultiprocessor", r)
 }
 
-//export cuOccupancyMaxActiveBlocksPerMultiprocessor
-func cuOccupancyMaxActiveBlocksPerMultiprocessor(n *int32, f uint64, blockSize int32, shared uintptr) int32 {
+//export gpuos_cuOccupancyMaxActiveBlocksPerMultiprocessor
+func gpuos_cuOccupancyMaxActiveBlocksPerMultiprocessor(n *int32, f uint64, blockSize int32, shared uintptr) int32 {
 	return maxActiveBlocks(n, f, blockSize, shared, 0)
 }
 
-//export cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
-func cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(n *int32, f uint64, blockSize int32, shared uintptr, flags uint32) int32 {
+//export gpuos_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
+func gpuos_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(n *int32, f uint64, blockSize int32, shared uintptr, flags uint32) int32 {
 	return maxActiveBlocks(n, f, blockSize, shared, flags)
 }
 
@@ -87,18 +87,18 @@ func potentialBlockSize(minGrid, blockSize *int32, f uint64, b2d unsafe.Pointer,
 	return ret("cuOccupancyMaxPotentialBlockSize", r)
 }
 
-//export cuOccupancyMaxPotentialBlockSize
-func cuOccupancyMaxPotentialBlockSize(minGrid, blockSize *int32, f uint64, b2d unsafe.Pointer, shared uintptr, limit int32) int32 {
+//export gpuos_cuOccupancyMaxPotentialBlockSize
+func gpuos_cuOccupancyMaxPotentialBlockSize(minGrid, blockSize *int32, f uint64, b2d unsafe.Pointer, shared uintptr, limit int32) int32 {
 	return potentialBlockSize(minGrid, blockSize, f, b2d, shared, limit, 0)
 }
 
-//export cuOccupancyMaxPotentialBlockSizeWithFlags
-func cuOccupancyMaxPotentialBlockSizeWithFlags(minGrid, blockSize *int32, f uint64, b2d unsafe.Pointer, shared uintptr, limit int32, flags uint32) int32 {
+//export gpuos_cuOccupancyMaxPotentialBlockSizeWithFlags
+func gpuos_cuOccupancyMaxPotentialBlockSizeWithFlags(minGrid, blockSize *int32, f uint64, b2d unsafe.Pointer, shared uintptr, limit int32, flags uint32) int32 {
 	return potentialBlockSize(minGrid, blockSize, f, b2d, shared, limit, flags)
 }
 
-//export cuOccupancyAvailableDynamicSMemPerBlock
-func cuOccupancyAvailableDynamicSMemPerBlock(shared *uintptr, f uint64, numBlocks, blockSize int32) int32 {
+//export gpuos_cuOccupancyAvailableDynamicSMemPerBlock
+func gpuos_cuOccupancyAvailableDynamicSMemPerBlock(shared *uintptr, f uint64, numBlocks, blockSize int32) int32 {
 	if shared == nil {
 		return invalidValue
 	}

@@ -13,8 +13,8 @@ import (
 
 // Device memory, host memory and pointer attributes.
 
-//export cuMemGetInfo_v2
-func cuMemGetInfo_v2(free, total *uintptr) int32 {
+//export gpuos_cuMemGetInfo_v2
+func gpuos_cuMemGetInfo_v2(free, total *uintptr) int32 {
 	if free == nil || total == nil {
 		return invalidValue
 	}
@@ -25,8 +25,8 @@ func cuMemGetInfo_v2(free, total *uintptr) int32 {
 	return ret("cuMemGetInfo", r)
 }
 
-//export cuMemAlloc_v2
-func cuMemAlloc_v2(dptr *uint64, size uintptr) int32 {
+//export gpuos_cuMemAlloc_v2
+func gpuos_cuMemAlloc_v2(dptr *uint64, size uintptr) int32 {
 	if dptr == nil {
 		return invalidValue
 	}
@@ -37,8 +37,8 @@ func cuMemAlloc_v2(dptr *uint64, size uintptr) int32 {
 	return ret("cuMemAlloc", r)
 }
 
-//export cuMemAllocPitch_v2
-func cuMemAllocPitch_v2(dptr *uint64, pitch *uintptr, width, height uintptr, elemSize uint32) int32 {
+//export gpuos_cuMemAllocPitch_v2
+func gpuos_cuMemAllocPitch_v2(dptr *uint64, pitch *uintptr, width, height uintptr, elemSize uint32) int32 {
 	if dptr == nil || pitch == nil {
 		return invalidValue
 	}
@@ -49,11 +49,11 @@ func cuMemAllocPitch_v2(dptr *uint64, pitch *uintptr, width, height uintptr, ele
 	return ret("cuMemAllocPitch", r)
 }
 
-//export cuMemFree_v2
-func cuMemFree_v2(dptr uint64) int32 { return ret("cuMemFree", drv.MemFree(thread(), dptr)) }
+//export gpuos_cuMemFree_v2
+func gpuos_cuMemFree_v2(dptr uint64) int32 { return ret("cuMemFree", drv.MemFree(thread(), dptr)) }
 
-//export cuMemGetAddressRange_v2
-func cuMemGetAddressRange_v2(base *uint64, size *uintptr, dptr uint64) int32 {
+//export gpuos_cuMemGetAddressRange_v2
+func gpuos_cuMemGetAddressRange_v2(base *uint64, size *uintptr, dptr uint64) int32 {
 	b, s, r := drv.MemGetAddressRange(thread(), dptr)
 	if r == cu.CUDA_SUCCESS {
 		if base != nil {
@@ -69,8 +69,8 @@ func cuMemGetAddressRange_v2(base *uint64, size *uintptr, dptr uint64) int32 {
 // cuMemAllocManaged is refused: managed memory migrates between the host and
 // the device on access, which a device in another process cannot do.
 //
-//export cuMemAllocManaged
-func cuMemAllocManaged(dptr *uint64, size uintptr, flags uint32) int32 {
+//export gpuos_cuMemAllocManaged
+func gpuos_cuMemAllocManaged(dptr *uint64, size uintptr, flags uint32) int32 {
 	if dptr == nil || size == 0 {
 		return invalidValue
 	}
@@ -88,36 +88,38 @@ func hostAlloc(name string, pp *unsafe.Pointer, size uintptr, flags uint32) int3
 	return ret(name, r)
 }
 
-//export cuMemAllocHost_v2
-func cuMemAllocHost_v2(pp *unsafe.Pointer, size uintptr) int32 {
+//export gpuos_cuMemAllocHost_v2
+func gpuos_cuMemAllocHost_v2(pp *unsafe.Pointer, size uintptr) int32 {
 	return hostAlloc("cuMemAllocHost", pp, size, 0)
 }
 
-//export cuMemHostAlloc
-func cuMemHostAlloc(pp *unsafe.Pointer, size uintptr, flags uint32) int32 {
+//export gpuos_cuMemHostAlloc
+func gpuos_cuMemHostAlloc(pp *unsafe.Pointer, size uintptr, flags uint32) int32 {
 	return hostAlloc("cuMemHostAlloc", pp, size, flags)
 }
 
-//export cuMemFreeHost
-func cuMemFreeHost(p unsafe.Pointer) int32 { return ret("cuMemFreeHost", drv.MemFreeHost(uintptr(p))) }
+//export gpuos_cuMemFreeHost
+func gpuos_cuMemFreeHost(p unsafe.Pointer) int32 {
+	return ret("cuMemFreeHost", drv.MemFreeHost(uintptr(p)))
+}
 
-//export cuMemHostRegister
-func cuMemHostRegister(p unsafe.Pointer, size uintptr, flags uint32) int32 {
+//export gpuos_cuMemHostRegister
+func gpuos_cuMemHostRegister(p unsafe.Pointer, size uintptr, flags uint32) int32 {
 	return ret("cuMemHostRegister", drv.MemHostRegister(thread(), uintptr(p), uint64(size), flags))
 }
 
-//export cuMemHostRegister_v2
-func cuMemHostRegister_v2(p unsafe.Pointer, size uintptr, flags uint32) int32 {
+//export gpuos_cuMemHostRegister_v2
+func gpuos_cuMemHostRegister_v2(p unsafe.Pointer, size uintptr, flags uint32) int32 {
 	return ret("cuMemHostRegister", drv.MemHostRegister(thread(), uintptr(p), uint64(size), flags))
 }
 
-//export cuMemHostUnregister
-func cuMemHostUnregister(p unsafe.Pointer) int32 {
+//export gpuos_cuMemHostUnregister
+func gpuos_cuMemHostUnregister(p unsafe.Pointer) int32 {
 	return ret("cuMemHostUnregister", drv.MemHostUnregister(uintptr(p)))
 }
 
-//export cuMemHostGetFlags
-func cuMemHostGetFlags(flags *uint32, p unsafe.Pointer) int32 {
+//export gpuos_cuMemHostGetFlags
+func gpuos_cuMemHostGetFlags(flags *uint32, p unsafe.Pointer) int32 {
 	if flags == nil {
 		return invalidValue
 	}
@@ -140,8 +142,8 @@ func writeValue(data unsafe.Pointer, size uint8, v uint64) {
 	}
 }
 
-//export cuPointerGetAttribute
-func cuPointerGetAttribute(data unsafe.Pointer, attr uint32, p uint64) int32 {
+//export gpuos_cuPointerGetAttribute
+func gpuos_cuPointerGetAttribute(data unsafe.Pointer, attr uint32, p uint64) int32 {
 	if data == nil {
 		return invalidValue
 	}
@@ -152,8 +154,8 @@ func cuPointerGetAttribute(data unsafe.Pointer, attr uint32, p uint64) int32 {
 	return ret("cuPointerGetAttribute", r)
 }
 
-//export cuPointerGetAttributes
-func cuPointerGetAttributes(n uint32, attrs *uint32, data *unsafe.Pointer, p uint64) int32 {
+//export gpuos_cuPointerGetAttributes
+func gpuos_cuPointerGetAttributes(n uint32, attrs *uint32, data *unsafe.Pointer, p uint64) int32 {
 	if n == 0 || attrs == nil || data == nil {
 		return invalidValue
 	}
@@ -174,8 +176,8 @@ func cuPointerGetAttributes(n uint32, attrs *uint32, data *unsafe.Pointer, p uin
 	return ret("cuPointerGetAttributes", r)
 }
 
-//export cuPointerSetAttribute
-func cuPointerSetAttribute(value unsafe.Pointer, attr uint32, p uint64) int32 {
+//export gpuos_cuPointerSetAttribute
+func gpuos_cuPointerSetAttribute(value unsafe.Pointer, attr uint32, p uint64) int32 {
 	if value == nil {
 		return invalidValue
 	}

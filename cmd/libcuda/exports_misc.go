@@ -6,7 +6,10 @@ package main
 import "C"
 
 import (
+	"encoding/binary"
+	"fmt"
 	"os"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -16,8 +19,8 @@ import (
 
 // Errors, entry points and the private export tables.
 
-//export cuGetErrorName
-func cuGetErrorName(r uint32, out **C.char) int32 {
+//export gpuos_cuGetErrorName
+func gpuos_cuGetErrorName(r uint32, out **C.char) int32 {
 	if out == nil {
 		return invalidValue
 	}
@@ -30,8 +33,8 @@ func cuGetErrorName(r uint32, out **C.char) int32 {
 	return success
 }
 
-//export cuGetErrorString
-func cuGetErrorString(r uint32, out **C.char) int32 {
+//export gpuos_cuGetErrorString
+func gpuos_cuGetErrorString(r uint32, out **C.char) int32 {
 	if out == nil {
 		return invalidValue
 	}
@@ -71,18 +74,18 @@ func procAddress(symbol *C.char, pfn *unsafe.Pointer, version int32, flags uint6
 	return success
 }
 
-//export cuGetProcAddress
-func cuGetProcAddress(symbol *C.char, pfn *unsafe.Pointer, version int32, flags uint64) int32 {
+//export gpuos_cuGetProcAddress
+func gpuos_cuGetProcAddress(symbol *C.char, pfn *unsafe.Pointer, version int32, flags uint64) int32 {
 	return procAddress(symbol, pfn, version, flags, nil, false)
 }
 
-//export cuGetProcAddress_v2
-func cuGetProcAddress_v2(symbol *C.char, pfn *unsafe.Pointer, version int32, flags uint64, status *uint32) int32 {
+//export gpuos_cuGetProcAddress_v2
+func gpuos_cuGetProcAddress_v2(symbol *C.char, pfn *unsafe.Pointer, version int32, flags uint64, status *uint32) int32 {
 	return procAddress(symbol, pfn, version, flags, status, true)
 }
 
-//export cuGetExportTable
-func cuGetExportTable(table *unsafe.Pointer, id unsafe.Pointer) int32 {
+//export gpuos_cuGetExportTable
+func gpuos_cuGetExportTable(table *unsafe.Pointer, id unsafe.Pointer) int32 {
 	if table == nil || id == nil {
 		return invalidValue
 	}
@@ -222,9 +225,51 @@ func gpuosETIntegrityCheck(version uint32, secs uint64, out *uint64) int32 {
 	o := unsafe.Slice(out, 2)
 	o[0], o[1] = v[0], v[1]
 	drv.TraceSlot("integrity_check slot 1", cu.CUDA_SUCCESS, uint64(version), secs, v[0], v[1])
-	if drv.Log().Tracing(shim.TraceTables) && secs != 0 {
-		drv.Log().Printf("integrity check: runtime clock %v, ours %v", time.Unix(int64(secs), 0).UTC(), time.Now().UTC().Truncate(time.Second))
+	if drv.Log().Tracing(shim.TraceTables) && version%10 >= 2 {
+		drv.Log().Printf("integrity check inputs: driver version %d, pid %d, thread %#x, tables %#x %#x, function %#x, devices %s; runtime clock %v, ours %v",
+			in.DriverVersion, in.PID, in.TID, in.CudartTable, in.CheckTable, in.CheckFunc, devicesString(in.Devices),
+			time.Unix(int64(secs), 0).UTC(), time.Now().UTC().Truncate(time.Second))
 	}
+	return success
+}
+
+func devicesString(ds []shim.IntegrityDevice) string {
+	var b strings.Builder
+	for i, d := range ds {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%x@%04x:%02x:%02x", d.UUID, d.PCIDomain, d.PCIBus, d.PCIDev)
+	}
+	return b.String()
+}
+
+// gpuos_shim_integrity computes the integrity value from inputs given
+// explicitly, for testdata/cudart/exporttables.c: on a machine with the real
+// driver it compares the driver's answer with this one for the same inputs.
+// devices points at ndev records of the runtime's layout (a 16-byte UUID,
+// then PCI domain, bus and device as 32-bit integers).
+//
+//export gpuos_shim_integrity
+func gpuos_shim_integrity(version uint32, secs uint64, driverVersion, pid, tid uint32, cudart, check, fn uint64,
+	devices unsafe.Pointer, ndev int32, out *uint64) int32 {
+	if out == nil || ndev < 0 || ndev > 64 || (ndev > 0 && devices == nil) {
+		return invalidValue
+	}
+	in := shim.IntegrityInput{DriverVersion: driverVersion, PID: pid, TID: tid, CudartTable: cudart, CheckTable: check, CheckFunc: fn}
+	raw := unsafe.Slice((*byte)(devices), 28*int(ndev))
+	for i := 0; i < int(ndev); i++ {
+		r := raw[28*i:]
+		var d shim.IntegrityDevice
+		copy(d.UUID[:], r[:16])
+		d.PCIDomain = int32(binary.LittleEndian.Uint32(r[16:]))
+		d.PCIBus = int32(binary.LittleEndian.Uint32(r[20:]))
+		d.PCIDev = int32(binary.LittleEndian.Uint32(r[24:]))
+		in.Devices = append(in.Devices, d)
+	}
+	v := shim.IntegrityValue(version, secs, in)
+	o := unsafe.Slice(out, 2)
+	o[0], o[1] = v[0], v[1]
 	return success
 }
 

@@ -21,8 +21,8 @@ func putHandle(name string, out *uint64, h uint64, r shim.Result) int32 {
 	return ret(name, r)
 }
 
-//export cuModuleLoad
-func cuModuleLoad(mod *uint64, fname *C.char) int32 {
+//export gpuos_cuModuleLoad
+func gpuos_cuModuleLoad(mod *uint64, fname *C.char) int32 {
 	path, ok := goString(fname)
 	if mod == nil || !ok {
 		return invalidValue
@@ -31,8 +31,8 @@ func cuModuleLoad(mod *uint64, fname *C.char) int32 {
 	return putHandle("cuModuleLoad", mod, h, r)
 }
 
-//export cuModuleLoadData
-func cuModuleLoadData(mod *uint64, image unsafe.Pointer) int32 {
+//export gpuos_cuModuleLoadData
+func gpuos_cuModuleLoadData(mod *uint64, image unsafe.Pointer) int32 {
 	if mod == nil || image == nil {
 		return invalidValue
 	}
@@ -45,8 +45,8 @@ func cuModuleLoadData(mod *uint64, image unsafe.Pointer) int32 {
 // logs (and the error log the error) so that callers printing them print
 // something true.
 //
-//export cuModuleLoadDataEx
-func cuModuleLoadDataEx(mod *uint64, image unsafe.Pointer, n uint32, options *uint32, values *unsafe.Pointer) int32 {
+//export gpuos_cuModuleLoadDataEx
+func gpuos_cuModuleLoadDataEx(mod *uint64, image unsafe.Pointer, n uint32, options *uint32, values *unsafe.Pointer) int32 {
 	if mod == nil || image == nil || (n > 0 && (options == nil || values == nil)) {
 		return invalidValue
 	}
@@ -87,8 +87,8 @@ func jitLogs(opts []uint32, vals []unsafe.Pointer, r shim.Result) {
 	}
 }
 
-//export cuModuleLoadFatBinary
-func cuModuleLoadFatBinary(mod *uint64, fatbin unsafe.Pointer) int32 {
+//export gpuos_cuModuleLoadFatBinary
+func gpuos_cuModuleLoadFatBinary(mod *uint64, fatbin unsafe.Pointer) int32 {
 	if mod == nil || fatbin == nil {
 		return invalidValue
 	}
@@ -96,11 +96,11 @@ func cuModuleLoadFatBinary(mod *uint64, fatbin unsafe.Pointer) int32 {
 	return putHandle("cuModuleLoadFatBinary", mod, h, r)
 }
 
-//export cuModuleUnload
-func cuModuleUnload(mod uint64) int32 { return ret("cuModuleUnload", drv.ModuleUnload(mod)) }
+//export gpuos_cuModuleUnload
+func gpuos_cuModuleUnload(mod uint64) int32 { return ret("cuModuleUnload", drv.ModuleUnload(mod)) }
 
-//export cuModuleGetLoadingMode
-func cuModuleGetLoadingMode(mode *uint32) int32 {
+//export gpuos_cuModuleGetLoadingMode
+func gpuos_cuModuleGetLoadingMode(mode *uint32) int32 {
 	if mode == nil {
 		return invalidValue
 	}
@@ -108,8 +108,8 @@ func cuModuleGetLoadingMode(mode *uint32) int32 {
 	return success
 }
 
-//export cuModuleGetFunction
-func cuModuleGetFunction(fn *uint64, mod uint64, name *C.char) int32 {
+//export gpuos_cuModuleGetFunction
+func gpuos_cuModuleGetFunction(fn *uint64, mod uint64, name *C.char) int32 {
 	s, ok := goString(name)
 	if fn == nil || !ok {
 		return invalidValue
@@ -118,8 +118,8 @@ func cuModuleGetFunction(fn *uint64, mod uint64, name *C.char) int32 {
 	return putHandle("cuModuleGetFunction", fn, h, r)
 }
 
-//export cuModuleGetFunctionCount
-func cuModuleGetFunctionCount(count *uint32, mod uint64) int32 {
+//export gpuos_cuModuleGetFunctionCount
+func gpuos_cuModuleGetFunctionCount(count *uint32, mod uint64) int32 {
 	if count == nil {
 		return invalidValue
 	}
@@ -130,8 +130,8 @@ func cuModuleGetFunctionCount(count *uint32, mod uint64) int32 {
 	return ret("cuModuleGetFunctionCount", r)
 }
 
-//export cuModuleEnumerateFunctions
-func cuModuleEnumerateFunctions(fns *uint64, n uint32, mod uint64) int32 {
+//export gpuos_cuModuleEnumerateFunctions
+func gpuos_cuModuleEnumerateFunctions(fns *uint64, n uint32, mod uint64) int32 {
 	if fns == nil && n > 0 {
 		return invalidValue
 	}
@@ -154,8 +154,8 @@ func getGlobal(name string, dptr *uint64, bytes *uintptr, addr, size uint64, r s
 	return ret(name, r)
 }
 
-//export cuModuleGetGlobal_v2
-func cuModuleGetGlobal_v2(dptr *uint64, bytes *uintptr, mod uint64, name *C.char) int32 {
+//export gpuos_cuModuleGetGlobal_v2
+func gpuos_cuModuleGetGlobal_v2(dptr *uint64, bytes *uintptr, mod uint64, name *C.char) int32 {
 	s, ok := goString(name)
 	if !ok {
 		return invalidValue
@@ -167,8 +167,8 @@ func cuModuleGetGlobal_v2(dptr *uint64, bytes *uintptr, mod uint64, name *C.char
 // Libraries. Their JIT and library options are hints about when to load;
 // gpuos loads at once.
 
-//export cuLibraryLoadData
-func cuLibraryLoadData(lib *uint64, code unsafe.Pointer, jitOpts *uint32, jitVals *unsafe.Pointer, nJit uint32,
+//export gpuos_cuLibraryLoadData
+func gpuos_cuLibraryLoadData(lib *uint64, code unsafe.Pointer, jitOpts *uint32, jitVals *unsafe.Pointer, nJit uint32,
 	libOpts *uint32, libVals *unsafe.Pointer, nLib uint32) int32 {
 	if lib == nil || code == nil {
 		return invalidValue
@@ -180,8 +180,8 @@ func cuLibraryLoadData(lib *uint64, code unsafe.Pointer, jitOpts *uint32, jitVal
 	return putHandle("cuLibraryLoadData", lib, h, r)
 }
 
-//export cuLibraryLoadFromFile
-func cuLibraryLoadFromFile(lib *uint64, fname *C.char, jitOpts *uint32, jitVals *unsafe.Pointer, nJit uint32,
+//export gpuos_cuLibraryLoadFromFile
+func gpuos_cuLibraryLoadFromFile(lib *uint64, fname *C.char, jitOpts *uint32, jitVals *unsafe.Pointer, nJit uint32,
 	libOpts *uint32, libVals *unsafe.Pointer, nLib uint32) int32 {
 	path, ok := goString(fname)
 	if lib == nil || !ok {
@@ -191,11 +191,11 @@ func cuLibraryLoadFromFile(lib *uint64, fname *C.char, jitOpts *uint32, jitVals 
 	return putHandle("cuLibraryLoadFromFile", lib, h, r)
 }
 
-//export cuLibraryUnload
-func cuLibraryUnload(lib uint64) int32 { return ret("cuLibraryUnload", drv.LibraryUnload(lib)) }
+//export gpuos_cuLibraryUnload
+func gpuos_cuLibraryUnload(lib uint64) int32 { return ret("cuLibraryUnload", drv.LibraryUnload(lib)) }
 
-//export cuLibraryGetKernel
-func cuLibraryGetKernel(k *uint64, lib uint64, name *C.char) int32 {
+//export gpuos_cuLibraryGetKernel
+func gpuos_cuLibraryGetKernel(k *uint64, lib uint64, name *C.char) int32 {
 	s, ok := goString(name)
 	if k == nil || !ok {
 		return invalidValue
@@ -204,8 +204,8 @@ func cuLibraryGetKernel(k *uint64, lib uint64, name *C.char) int32 {
 	return putHandle("cuLibraryGetKernel", k, h, r)
 }
 
-//export cuLibraryGetKernelCount
-func cuLibraryGetKernelCount(count *uint32, lib uint64) int32 {
+//export gpuos_cuLibraryGetKernelCount
+func gpuos_cuLibraryGetKernelCount(count *uint32, lib uint64) int32 {
 	if count == nil {
 		return invalidValue
 	}
@@ -216,8 +216,8 @@ func cuLibraryGetKernelCount(count *uint32, lib uint64) int32 {
 	return ret("cuLibraryGetKernelCount", r)
 }
 
-//export cuLibraryEnumerateKernels
-func cuLibraryEnumerateKernels(ks *uint64, n uint32, lib uint64) int32 {
+//export gpuos_cuLibraryEnumerateKernels
+func gpuos_cuLibraryEnumerateKernels(ks *uint64, n uint32, lib uint64) int32 {
 	if ks == nil && n > 0 {
 		return invalidValue
 	}
@@ -228,8 +228,8 @@ func cuLibraryEnumerateKernels(ks *uint64, n uint32, lib uint64) int32 {
 	return ret("cuLibraryEnumerateKernels", r)
 }
 
-//export cuLibraryGetModule
-func cuLibraryGetModule(mod *uint64, lib uint64) int32 {
+//export gpuos_cuLibraryGetModule
+func gpuos_cuLibraryGetModule(mod *uint64, lib uint64) int32 {
 	if mod == nil {
 		return invalidValue
 	}
@@ -237,8 +237,8 @@ func cuLibraryGetModule(mod *uint64, lib uint64) int32 {
 	return putHandle("cuLibraryGetModule", mod, h, r)
 }
 
-//export cuLibraryGetGlobal
-func cuLibraryGetGlobal(dptr *uint64, bytes *uintptr, lib uint64, name *C.char) int32 {
+//export gpuos_cuLibraryGetGlobal
+func gpuos_cuLibraryGetGlobal(dptr *uint64, bytes *uintptr, lib uint64, name *C.char) int32 {
 	s, ok := goString(name)
 	if !ok {
 		return invalidValue
@@ -247,18 +247,18 @@ func cuLibraryGetGlobal(dptr *uint64, bytes *uintptr, lib uint64, name *C.char) 
 	return getGlobal("cuLibraryGetGlobal", dptr, bytes, addr, size, r)
 }
 
-//export cuLibraryGetManaged
-func cuLibraryGetManaged(dptr *uint64, bytes *uintptr, lib uint64, name *C.char) int32 {
+//export gpuos_cuLibraryGetManaged
+func gpuos_cuLibraryGetManaged(dptr *uint64, bytes *uintptr, lib uint64, name *C.char) int32 {
 	return ret("cuLibraryGetManaged", drv.Refuse("cuLibraryGetManaged: managed memory"))
 }
 
-//export cuLibraryGetUnifiedFunction
-func cuLibraryGetUnifiedFunction(fptr *unsafe.Pointer, lib uint64, symbol *C.char) int32 {
+//export gpuos_cuLibraryGetUnifiedFunction
+func gpuos_cuLibraryGetUnifiedFunction(fptr *unsafe.Pointer, lib uint64, symbol *C.char) int32 {
 	return ret("cuLibraryGetUnifiedFunction", drv.Refuse("cuLibraryGetUnifiedFunction: unified function pointers"))
 }
 
-//export cuKernelGetFunction
-func cuKernelGetFunction(fn *uint64, k uint64) int32 {
+//export gpuos_cuKernelGetFunction
+func gpuos_cuKernelGetFunction(fn *uint64, k uint64) int32 {
 	if fn == nil {
 		return invalidValue
 	}
@@ -266,8 +266,8 @@ func cuKernelGetFunction(fn *uint64, k uint64) int32 {
 	return putHandle("cuKernelGetFunction", fn, h, r)
 }
 
-//export cuKernelGetLibrary
-func cuKernelGetLibrary(lib *uint64, k uint64) int32 {
+//export gpuos_cuKernelGetLibrary
+func gpuos_cuKernelGetLibrary(lib *uint64, k uint64) int32 {
 	if lib == nil {
 		return invalidValue
 	}
@@ -286,18 +286,18 @@ func funcAttr(name string, pi *int32, attr uint32, f uint64) int32 {
 	return ret(name, r)
 }
 
-//export cuKernelGetAttribute
-func cuKernelGetAttribute(pi *int32, attr uint32, k uint64, dev int32) int32 {
+//export gpuos_cuKernelGetAttribute
+func gpuos_cuKernelGetAttribute(pi *int32, attr uint32, k uint64, dev int32) int32 {
 	return funcAttr("cuKernelGetAttribute", pi, attr, k)
 }
 
-//export cuKernelSetAttribute
-func cuKernelSetAttribute(attr uint32, val int32, k uint64, dev int32) int32 {
+//export gpuos_cuKernelSetAttribute
+func gpuos_cuKernelSetAttribute(attr uint32, val int32, k uint64, dev int32) int32 {
 	return ret("cuKernelSetAttribute", drv.FuncSetAttribute(k, cu.CUfunction_attribute(attr), val))
 }
 
-//export cuKernelSetCacheConfig
-func cuKernelSetCacheConfig(k uint64, cfg uint32, dev int32) int32 {
+//export gpuos_cuKernelSetCacheConfig
+func gpuos_cuKernelSetCacheConfig(k uint64, cfg uint32, dev int32) int32 {
 	return ret("cuKernelSetCacheConfig", drv.FuncSetCacheConfig(k, cu.CUfunc_cache(cfg)))
 }
 
@@ -312,8 +312,8 @@ func funcName(name string, out **C.char, f uint64) int32 {
 	return ret(name, r)
 }
 
-//export cuKernelGetName
-func cuKernelGetName(out **C.char, k uint64) int32 { return funcName("cuKernelGetName", out, k) }
+//export gpuos_cuKernelGetName
+func gpuos_cuKernelGetName(out **C.char, k uint64) int32 { return funcName("cuKernelGetName", out, k) }
 
 func paramInfo(name string, f uint64, index uintptr, off, size *uintptr) int32 {
 	o, s, r := drv.FuncGetParamInfo(f, uint64(index))
@@ -328,31 +328,31 @@ func paramInfo(name string, f uint64, index uintptr, off, size *uintptr) int32 {
 	return ret(name, r)
 }
 
-//export cuKernelGetParamInfo
-func cuKernelGetParamInfo(k uint64, index uintptr, off, size *uintptr) int32 {
+//export gpuos_cuKernelGetParamInfo
+func gpuos_cuKernelGetParamInfo(k uint64, index uintptr, off, size *uintptr) int32 {
 	return paramInfo("cuKernelGetParamInfo", k, index, off, size)
 }
 
-//export cuFuncGetAttribute
-func cuFuncGetAttribute(pi *int32, attr uint32, f uint64) int32 {
+//export gpuos_cuFuncGetAttribute
+func gpuos_cuFuncGetAttribute(pi *int32, attr uint32, f uint64) int32 {
 	return funcAttr("cuFuncGetAttribute", pi, attr, f)
 }
 
-//export cuFuncSetAttribute
-func cuFuncSetAttribute(f uint64, attr uint32, val int32) int32 {
+//export gpuos_cuFuncSetAttribute
+func gpuos_cuFuncSetAttribute(f uint64, attr uint32, val int32) int32 {
 	return ret("cuFuncSetAttribute", drv.FuncSetAttribute(f, cu.CUfunction_attribute(attr), val))
 }
 
-//export cuFuncSetCacheConfig
-func cuFuncSetCacheConfig(f uint64, cfg uint32) int32 {
+//export gpuos_cuFuncSetCacheConfig
+func gpuos_cuFuncSetCacheConfig(f uint64, cfg uint32) int32 {
 	return ret("cuFuncSetCacheConfig", drv.FuncSetCacheConfig(f, cu.CUfunc_cache(cfg)))
 }
 
 // cuFuncSetSharedMemConfig sets a deprecated bank-size preference that no
 // current GPU has: accepted for a valid function and configuration.
 //
-//export cuFuncSetSharedMemConfig
-func cuFuncSetSharedMemConfig(f uint64, cfg uint32) int32 {
+//export gpuos_cuFuncSetSharedMemConfig
+func gpuos_cuFuncSetSharedMemConfig(f uint64, cfg uint32) int32 {
 	if _, r := drv.FuncGetModule(f); r != cu.CUDA_SUCCESS {
 		return ret("cuFuncSetSharedMemConfig", r)
 	}
@@ -362,8 +362,8 @@ func cuFuncSetSharedMemConfig(f uint64, cfg uint32) int32 {
 	return success
 }
 
-//export cuFuncGetModule
-func cuFuncGetModule(mod *uint64, f uint64) int32 {
+//export gpuos_cuFuncGetModule
+func gpuos_cuFuncGetModule(mod *uint64, f uint64) int32 {
 	if mod == nil {
 		return invalidValue
 	}
@@ -371,16 +371,16 @@ func cuFuncGetModule(mod *uint64, f uint64) int32 {
 	return putHandle("cuFuncGetModule", mod, h, r)
 }
 
-//export cuFuncGetName
-func cuFuncGetName(out **C.char, f uint64) int32 { return funcName("cuFuncGetName", out, f) }
+//export gpuos_cuFuncGetName
+func gpuos_cuFuncGetName(out **C.char, f uint64) int32 { return funcName("cuFuncGetName", out, f) }
 
-//export cuFuncGetParamInfo
-func cuFuncGetParamInfo(f uint64, index uintptr, off, size *uintptr) int32 {
+//export gpuos_cuFuncGetParamInfo
+func gpuos_cuFuncGetParamInfo(f uint64, index uintptr, off, size *uintptr) int32 {
 	return paramInfo("cuFuncGetParamInfo", f, index, off, size)
 }
 
-//export cuFuncIsLoaded
-func cuFuncIsLoaded(state *uint32, f uint64) int32 {
+//export gpuos_cuFuncIsLoaded
+func gpuos_cuFuncIsLoaded(state *uint32, f uint64) int32 {
 	if state == nil {
 		return invalidValue
 	}
@@ -391,8 +391,8 @@ func cuFuncIsLoaded(state *uint32, f uint64) int32 {
 	return ret("cuFuncIsLoaded", r)
 }
 
-//export cuFuncLoad
-func cuFuncLoad(f uint64) int32 {
+//export gpuos_cuFuncLoad
+func gpuos_cuFuncLoad(f uint64) int32 {
 	_, r := drv.FuncGetModule(f)
 	return ret("cuFuncLoad", r)
 }

@@ -15,8 +15,8 @@ import (
 
 // Streams, host functions, stream capture (never active) and events.
 
-//export cuStreamCreate
-func cuStreamCreate(ph *uint64, flags uint32) int32 {
+//export gpuos_cuStreamCreate
+func gpuos_cuStreamCreate(ph *uint64, flags uint32) int32 {
 	if ph == nil {
 		return invalidValue
 	}
@@ -24,8 +24,8 @@ func cuStreamCreate(ph *uint64, flags uint32) int32 {
 	return putHandle("cuStreamCreate", ph, h, r)
 }
 
-//export cuStreamCreateWithPriority
-func cuStreamCreateWithPriority(ph *uint64, flags uint32, priority int32) int32 {
+//export gpuos_cuStreamCreateWithPriority
+func gpuos_cuStreamCreateWithPriority(ph *uint64, flags uint32, priority int32) int32 {
 	if ph == nil {
 		return invalidValue
 	}
@@ -35,11 +35,11 @@ func cuStreamCreateWithPriority(ph *uint64, flags uint32, priority int32) int32 
 
 func streamDestroy(h uint64) int32 { return ret("cuStreamDestroy", drv.StreamDestroy(h)) }
 
-//export cuStreamDestroy
-func cuStreamDestroy(h uint64) int32 { return streamDestroy(h) }
+//export gpuos_cuStreamDestroy
+func gpuos_cuStreamDestroy(h uint64) int32 { return streamDestroy(h) }
 
-//export cuStreamDestroy_v2
-func cuStreamDestroy_v2(h uint64) int32 { return streamDestroy(h) }
+//export gpuos_cuStreamDestroy_v2
+func gpuos_cuStreamDestroy_v2(h uint64) int32 { return streamDestroy(h) }
 
 func streamPriority(h uint64, p *int32) int32 {
 	if p == nil {
@@ -52,11 +52,11 @@ func streamPriority(h uint64, p *int32) int32 {
 	return ret("cuStreamGetPriority", r)
 }
 
-//export cuStreamGetPriority
-func cuStreamGetPriority(h uint64, p *int32) int32 { return streamPriority(h, p) }
+//export gpuos_cuStreamGetPriority
+func gpuos_cuStreamGetPriority(h uint64, p *int32) int32 { return streamPriority(h, p) }
 
-//export cuStreamGetPriority_ptsz
-func cuStreamGetPriority_ptsz(h uint64, p *int32) int32 { return streamPriority(h, p) }
+//export gpuos_cuStreamGetPriority_ptsz
+func gpuos_cuStreamGetPriority_ptsz(h uint64, p *int32) int32 { return streamPriority(h, p) }
 
 func streamFlags(h uint64, p *uint32) int32 {
 	if p == nil {
@@ -69,11 +69,11 @@ func streamFlags(h uint64, p *uint32) int32 {
 	return ret("cuStreamGetFlags", r)
 }
 
-//export cuStreamGetFlags
-func cuStreamGetFlags(h uint64, p *uint32) int32 { return streamFlags(h, p) }
+//export gpuos_cuStreamGetFlags
+func gpuos_cuStreamGetFlags(h uint64, p *uint32) int32 { return streamFlags(h, p) }
 
-//export cuStreamGetFlags_ptsz
-func cuStreamGetFlags_ptsz(h uint64, p *uint32) int32 { return streamFlags(h, p) }
+//export gpuos_cuStreamGetFlags_ptsz
+func gpuos_cuStreamGetFlags_ptsz(h uint64, p *uint32) int32 { return streamFlags(h, p) }
 
 func streamID(h uint64, p *uint64) int32 {
 	if p == nil {
@@ -83,11 +83,11 @@ func streamID(h uint64, p *uint64) int32 {
 	return putHandle("cuStreamGetId", p, v, r)
 }
 
-//export cuStreamGetId
-func cuStreamGetId(h uint64, p *uint64) int32 { return streamID(h, p) }
+//export gpuos_cuStreamGetId
+func gpuos_cuStreamGetId(h uint64, p *uint64) int32 { return streamID(h, p) }
 
-//export cuStreamGetId_ptsz
-func cuStreamGetId_ptsz(h uint64, p *uint64) int32 { return streamID(h, p) }
+//export gpuos_cuStreamGetId_ptsz
+func gpuos_cuStreamGetId_ptsz(h uint64, p *uint64) int32 { return streamID(h, p) }
 
 func streamCtx(h uint64, p *uint64) int32 {
 	if p == nil {
@@ -97,24 +97,26 @@ func streamCtx(h uint64, p *uint64) int32 {
 	return putHandle("cuStreamGetCtx", p, v, r)
 }
 
-//export cuStreamGetCtx
-func cuStreamGetCtx(h uint64, p *uint64) int32 { return streamCtx(h, p) }
+//export gpuos_cuStreamGetCtx
+func gpuos_cuStreamGetCtx(h uint64, p *uint64) int32 { return streamCtx(h, p) }
 
-//export cuStreamGetCtx_ptsz
-func cuStreamGetCtx_ptsz(h uint64, p *uint64) int32 { return streamCtx(h, p) }
+//export gpuos_cuStreamGetCtx_ptsz
+func gpuos_cuStreamGetCtx_ptsz(h uint64, p *uint64) int32 { return streamCtx(h, p) }
 
 // cuStreamGetCtx_v2 also names the stream's green context: gpuos has none.
 //
-//export cuStreamGetCtx_v2
-func cuStreamGetCtx_v2(h uint64, p, green *uint64) int32 {
+//export gpuos_cuStreamGetCtx_v2
+func gpuos_cuStreamGetCtx_v2(h uint64, p, green *uint64) int32 {
 	if green != nil {
 		*green = 0
 	}
 	return streamCtx(h, p)
 }
 
-//export cuStreamGetCtx_v2_ptsz
-func cuStreamGetCtx_v2_ptsz(h uint64, p, green *uint64) int32 { return cuStreamGetCtx_v2(h, p, green) }
+//export gpuos_cuStreamGetCtx_v2_ptsz
+func gpuos_cuStreamGetCtx_v2_ptsz(h uint64, p, green *uint64) int32 {
+	return gpuos_cuStreamGetCtx_v2(h, p, green)
+}
 
 func streamDevice(h uint64, p *int32) int32 {
 	if p == nil {
@@ -127,39 +129,41 @@ func streamDevice(h uint64, p *int32) int32 {
 	return ret("cuStreamGetDevice", r)
 }
 
-//export cuStreamGetDevice
-func cuStreamGetDevice(h uint64, p *int32) int32 { return streamDevice(h, p) }
+//export gpuos_cuStreamGetDevice
+func gpuos_cuStreamGetDevice(h uint64, p *int32) int32 { return streamDevice(h, p) }
 
-//export cuStreamGetDevice_ptsz
-func cuStreamGetDevice_ptsz(h uint64, p *int32) int32 { return streamDevice(h, p) }
+//export gpuos_cuStreamGetDevice_ptsz
+func gpuos_cuStreamGetDevice_ptsz(h uint64, p *int32) int32 { return streamDevice(h, p) }
 
 func streamWaitEvent(h, ev uint64, flags uint32) int32 {
 	return ret("cuStreamWaitEvent", drv.StreamWaitEvent(thread(), h, ev, flags))
 }
 
-//export cuStreamWaitEvent
-func cuStreamWaitEvent(h, ev uint64, flags uint32) int32 { return streamWaitEvent(h, ev, flags) }
+//export gpuos_cuStreamWaitEvent
+func gpuos_cuStreamWaitEvent(h, ev uint64, flags uint32) int32 { return streamWaitEvent(h, ev, flags) }
 
-//export cuStreamWaitEvent_ptsz
-func cuStreamWaitEvent_ptsz(h, ev uint64, flags uint32) int32 { return streamWaitEvent(h, ev, flags) }
+//export gpuos_cuStreamWaitEvent_ptsz
+func gpuos_cuStreamWaitEvent_ptsz(h, ev uint64, flags uint32) int32 {
+	return streamWaitEvent(h, ev, flags)
+}
 
 func streamQuery(h uint64) int32 { return ret("cuStreamQuery", drv.StreamQuery(thread(), h)) }
 
-//export cuStreamQuery
-func cuStreamQuery(h uint64) int32 { return streamQuery(h) }
+//export gpuos_cuStreamQuery
+func gpuos_cuStreamQuery(h uint64) int32 { return streamQuery(h) }
 
-//export cuStreamQuery_ptsz
-func cuStreamQuery_ptsz(h uint64) int32 { return streamQuery(h) }
+//export gpuos_cuStreamQuery_ptsz
+func gpuos_cuStreamQuery_ptsz(h uint64) int32 { return streamQuery(h) }
 
 func streamSync(h uint64) int32 {
 	return ret("cuStreamSynchronize", drv.StreamSynchronize(thread(), h))
 }
 
-//export cuStreamSynchronize
-func cuStreamSynchronize(h uint64) int32 { return streamSync(h) }
+//export gpuos_cuStreamSynchronize
+func gpuos_cuStreamSynchronize(h uint64) int32 { return streamSync(h) }
 
-//export cuStreamSynchronize_ptsz
-func cuStreamSynchronize_ptsz(h uint64) int32 { return streamSync(h) }
+//export gpuos_cuStreamSynchronize_ptsz
+func gpuos_cuStreamSynchronize_ptsz(h uint64) int32 { return streamSync(h) }
 
 func hostFunc(h uint64, fn, user unsafe.Pointer) int32 {
 	if fn == nil {
@@ -170,11 +174,13 @@ func hostFunc(h uint64, fn, user unsafe.Pointer) int32 {
 	}))
 }
 
-//export cuLaunchHostFunc
-func cuLaunchHostFunc(h uint64, fn, user unsafe.Pointer) int32 { return hostFunc(h, fn, user) }
+//export gpuos_cuLaunchHostFunc
+func gpuos_cuLaunchHostFunc(h uint64, fn, user unsafe.Pointer) int32 { return hostFunc(h, fn, user) }
 
-//export cuLaunchHostFunc_ptsz
-func cuLaunchHostFunc_ptsz(h uint64, fn, user unsafe.Pointer) int32 { return hostFunc(h, fn, user) }
+//export gpuos_cuLaunchHostFunc_ptsz
+func gpuos_cuLaunchHostFunc_ptsz(h uint64, fn, user unsafe.Pointer) int32 {
+	return hostFunc(h, fn, user)
+}
 
 func streamCallback(h uint64, cb, user unsafe.Pointer, flags uint32) int32 {
 	if cb == nil || flags != 0 {
@@ -185,13 +191,13 @@ func streamCallback(h uint64, cb, user unsafe.Pointer, flags uint32) int32 {
 	}))
 }
 
-//export cuStreamAddCallback
-func cuStreamAddCallback(h uint64, cb, user unsafe.Pointer, flags uint32) int32 {
+//export gpuos_cuStreamAddCallback
+func gpuos_cuStreamAddCallback(h uint64, cb, user unsafe.Pointer, flags uint32) int32 {
 	return streamCallback(h, cb, user, flags)
 }
 
-//export cuStreamAddCallback_ptsz
-func cuStreamAddCallback_ptsz(h uint64, cb, user unsafe.Pointer, flags uint32) int32 {
+//export gpuos_cuStreamAddCallback_ptsz
+func gpuos_cuStreamAddCallback_ptsz(h uint64, cb, user unsafe.Pointer, flags uint32) int32 {
 	return streamCallback(h, cb, user, flags)
 }
 
@@ -209,43 +215,43 @@ func captureStatus(name string, h uint64, status *uint32) int32 {
 	return success
 }
 
-//export cuStreamIsCapturing
-func cuStreamIsCapturing(h uint64, status *uint32) int32 {
+//export gpuos_cuStreamIsCapturing
+func gpuos_cuStreamIsCapturing(h uint64, status *uint32) int32 {
 	return captureStatus("cuStreamIsCapturing", h, status)
 }
 
-//export cuStreamIsCapturing_ptsz
-func cuStreamIsCapturing_ptsz(h uint64, status *uint32) int32 {
+//export gpuos_cuStreamIsCapturing_ptsz
+func gpuos_cuStreamIsCapturing_ptsz(h uint64, status *uint32) int32 {
 	return captureStatus("cuStreamIsCapturing", h, status)
 }
 
-//export cuStreamGetCaptureInfo
-func cuStreamGetCaptureInfo(h uint64, status *uint32, id *uint64) int32 {
+//export gpuos_cuStreamGetCaptureInfo
+func gpuos_cuStreamGetCaptureInfo(h uint64, status *uint32, id *uint64) int32 {
 	return captureStatus("cuStreamGetCaptureInfo", h, status)
 }
 
-//export cuStreamGetCaptureInfo_ptsz
-func cuStreamGetCaptureInfo_ptsz(h uint64, status *uint32, id *uint64) int32 {
+//export gpuos_cuStreamGetCaptureInfo_ptsz
+func gpuos_cuStreamGetCaptureInfo_ptsz(h uint64, status *uint32, id *uint64) int32 {
 	return captureStatus("cuStreamGetCaptureInfo", h, status)
 }
 
-//export cuStreamGetCaptureInfo_v2
-func cuStreamGetCaptureInfo_v2(h uint64, status *uint32, id *uint64, graph, deps, n unsafe.Pointer) int32 {
+//export gpuos_cuStreamGetCaptureInfo_v2
+func gpuos_cuStreamGetCaptureInfo_v2(h uint64, status *uint32, id *uint64, graph, deps, n unsafe.Pointer) int32 {
 	return captureStatus("cuStreamGetCaptureInfo", h, status)
 }
 
-//export cuStreamGetCaptureInfo_v2_ptsz
-func cuStreamGetCaptureInfo_v2_ptsz(h uint64, status *uint32, id *uint64, graph, deps, n unsafe.Pointer) int32 {
+//export gpuos_cuStreamGetCaptureInfo_v2_ptsz
+func gpuos_cuStreamGetCaptureInfo_v2_ptsz(h uint64, status *uint32, id *uint64, graph, deps, n unsafe.Pointer) int32 {
 	return captureStatus("cuStreamGetCaptureInfo", h, status)
 }
 
-//export cuStreamGetCaptureInfo_v3
-func cuStreamGetCaptureInfo_v3(h uint64, status *uint32, id *uint64, graph, deps, edges, n unsafe.Pointer) int32 {
+//export gpuos_cuStreamGetCaptureInfo_v3
+func gpuos_cuStreamGetCaptureInfo_v3(h uint64, status *uint32, id *uint64, graph, deps, edges, n unsafe.Pointer) int32 {
 	return captureStatus("cuStreamGetCaptureInfo", h, status)
 }
 
-//export cuStreamGetCaptureInfo_v3_ptsz
-func cuStreamGetCaptureInfo_v3_ptsz(h uint64, status *uint32, id *uint64, graph, deps, edges, n unsafe.Pointer) int32 {
+//export gpuos_cuStreamGetCaptureInfo_v3_ptsz
+func gpuos_cuStreamGetCaptureInfo_v3_ptsz(h uint64, status *uint32, id *uint64, graph, deps, edges, n unsafe.Pointer) int32 {
 	return captureStatus("cuStreamGetCaptureInfo", h, status)
 }
 
@@ -253,8 +259,8 @@ func cuStreamGetCaptureInfo_v3_ptsz(h uint64, status *uint32, id *uint64, graph,
 // capturing, which never happens, but the exchange is kept faithful.
 var captureModes sync.Map // shim.Thread -> uint32
 
-//export cuThreadExchangeStreamCaptureMode
-func cuThreadExchangeStreamCaptureMode(mode *uint32) int32 {
+//export gpuos_cuThreadExchangeStreamCaptureMode
+func gpuos_cuThreadExchangeStreamCaptureMode(mode *uint32) int32 {
 	if mode == nil || *mode > 2 {
 		return invalidValue
 	}
@@ -270,8 +276,8 @@ func cuThreadExchangeStreamCaptureMode(mode *uint32) int32 {
 
 // Events.
 
-//export cuEventCreate
-func cuEventCreate(ph *uint64, flags uint32) int32 {
+//export gpuos_cuEventCreate
+func gpuos_cuEventCreate(ph *uint64, flags uint32) int32 {
 	if ph == nil {
 		return invalidValue
 	}
@@ -290,24 +296,24 @@ func eventRecord(ev, stream uint64, flags uint32) int32 {
 	return ret("cuEventRecord", drv.EventRecord(thread(), ev, stream))
 }
 
-//export cuEventRecord
-func cuEventRecord(ev, stream uint64) int32 { return eventRecord(ev, stream, 0) }
+//export gpuos_cuEventRecord
+func gpuos_cuEventRecord(ev, stream uint64) int32 { return eventRecord(ev, stream, 0) }
 
-//export cuEventRecord_ptsz
-func cuEventRecord_ptsz(ev, stream uint64) int32 { return eventRecord(ev, stream, 0) }
+//export gpuos_cuEventRecord_ptsz
+func gpuos_cuEventRecord_ptsz(ev, stream uint64) int32 { return eventRecord(ev, stream, 0) }
 
-//export cuEventRecordWithFlags
-func cuEventRecordWithFlags(ev, stream uint64, flags uint32) int32 {
+//export gpuos_cuEventRecordWithFlags
+func gpuos_cuEventRecordWithFlags(ev, stream uint64, flags uint32) int32 {
 	return eventRecord(ev, stream, flags)
 }
 
-//export cuEventRecordWithFlags_ptsz
-func cuEventRecordWithFlags_ptsz(ev, stream uint64, flags uint32) int32 {
+//export gpuos_cuEventRecordWithFlags_ptsz
+func gpuos_cuEventRecordWithFlags_ptsz(ev, stream uint64, flags uint32) int32 {
 	return eventRecord(ev, stream, flags)
 }
 
-//export cuEventQuery
-func cuEventQuery(ev uint64) int32 {
+//export gpuos_cuEventQuery
+func gpuos_cuEventQuery(ev uint64) int32 {
 	r := drv.EventQuery(ev)
 	if r == cu.CUDA_ERROR_NOT_READY {
 		return int32(r) // an answer, not a failure
@@ -315,8 +321,10 @@ func cuEventQuery(ev uint64) int32 {
 	return ret("cuEventQuery", r)
 }
 
-//export cuEventSynchronize
-func cuEventSynchronize(ev uint64) int32 { return ret("cuEventSynchronize", drv.EventSynchronize(ev)) }
+//export gpuos_cuEventSynchronize
+func gpuos_cuEventSynchronize(ev uint64) int32 {
+	return ret("cuEventSynchronize", drv.EventSynchronize(ev))
+}
 
 func elapsed(ms *float32, start, end uint64) int32 {
 	if ms == nil {
@@ -329,14 +337,16 @@ func elapsed(ms *float32, start, end uint64) int32 {
 	return ret("cuEventElapsedTime", r)
 }
 
-//export cuEventElapsedTime
-func cuEventElapsedTime(ms *float32, start, end uint64) int32 { return elapsed(ms, start, end) }
+//export gpuos_cuEventElapsedTime
+func gpuos_cuEventElapsedTime(ms *float32, start, end uint64) int32 { return elapsed(ms, start, end) }
 
-//export cuEventElapsedTime_v2
-func cuEventElapsedTime_v2(ms *float32, start, end uint64) int32 { return elapsed(ms, start, end) }
+//export gpuos_cuEventElapsedTime_v2
+func gpuos_cuEventElapsedTime_v2(ms *float32, start, end uint64) int32 {
+	return elapsed(ms, start, end)
+}
 
-//export cuEventDestroy
-func cuEventDestroy(ev uint64) int32 { return ret("cuEventDestroy", drv.EventDestroy(ev)) }
+//export gpuos_cuEventDestroy
+func gpuos_cuEventDestroy(ev uint64) int32 { return ret("cuEventDestroy", drv.EventDestroy(ev)) }
 
-//export cuEventDestroy_v2
-func cuEventDestroy_v2(ev uint64) int32 { return ret("cuEventDestroy", drv.EventDestroy(ev)) }
+//export gpuos_cuEventDestroy_v2
+func gpuos_cuEventDestroy_v2(ev uint64) int32 { return ret("cuEventDestroy", drv.EventDestroy(ev)) }

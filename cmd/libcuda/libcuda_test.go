@@ -186,6 +186,41 @@ func TestCAPI(t *testing.T) {
 		}
 	})
 
+	// GPUOS_SHIM_TRACE=2 logs every call with its arguments and result, and
+	// the program runs as it does untraced.
+	t.Run("call trace", func(t *testing.T) {
+		if runtime.GOARCH != "amd64" {
+			t.Skip("the call trace's trampolines are x86-64 only")
+		}
+		bin := compile(t, dir, filepath.Join(repo, "testdata", "capi", "vecadd.c"))
+		logFile := filepath.Join(t.TempDir(), "trace.log")
+		cmd := exec.Command(bin, kernels)
+		cmd.Env = append(os.Environ(), append(runEnv, "GPUOS_SHIM_TRACE=2", "GPUOS_SHIM_LOG="+logFile)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "PASS vecadd") {
+			t.Fatalf("vecadd traced: %v\n%s", err, out)
+		}
+		log, err := os.ReadFile(logFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			" cuInit(Flags=0) = CUDA_SUCCESS",
+			" cuDeviceGet(device=&0, ordinal=0) = CUDA_SUCCESS",
+			` cuModuleGetFunction(hfunc=&0x`,
+			`, name="vecadd") = CUDA_SUCCESS`,
+			// Eleven arguments: the last five come from the stack.
+			" cuLaunchKernel(f=0x",
+			", gridDimX=40, gridDimY=1, gridDimZ=1, blockDimX=256, blockDimY=1, blockDimZ=1, sharedMemBytes=0, hStream=0x0, kernelParams=0x",
+			", extra=0x0) = CUDA_SUCCESS",
+			" cuMemFree_v2(dptr=0x",
+		} {
+			if !strings.Contains(string(log), want) {
+				t.Errorf("the call trace lacks %q:\n%s", want, log)
+			}
+		}
+	})
+
 	// Last: a fault takes the device's driver process down.
 	t.Run("fault", func(t *testing.T) {
 		_, out, err := exe(t, "fault")
@@ -259,9 +294,12 @@ func TestStubsAreTheRest(t *testing.T) {
 	stubs := map[string]bool{}
 	for _, line := range bytes.Split(src, []byte("\n")) {
 		var name string
-		if n, _ := fmt.Sscanf(string(line), "int %s", &name); n == 1 && bytes.Contains(line, []byte("return stub(")) {
+		if n, _ := fmt.Sscanf(string(line), "static int stub_%s", &name); n == 1 && bytes.Contains(line, []byte("return stub(")) {
 			stubs[strings.TrimSuffix(name, "(void)")] = true
 		}
+	}
+	if len(stubs) == 0 {
+		t.Fatal("no stubs found in zlibcuda.c")
 	}
 	for _, must := range []string{"cuInit", "cuMemAlloc_v2", "cuLaunchKernel", "cuGetProcAddress_v2", "cuGetExportTable",
 		"cuModuleLoadData", "cuLibraryLoadData", "cuStreamAddCallback", "cuEventElapsedTime", "cuMemcpy2D_v2"} {

@@ -4,19 +4,21 @@
 //
 //	go build -buildmode=c-shared -o libcuda.so.1 ./cmd/libcuda
 //
-// It exports every function the real driver (580, CUDA 13.0) exports. The
-// entry points it implements are the Go functions marked //export in this
-// package (the table of intercepted calls); each converts its C arguments and
-// calls internal/shim, which owns the semantics. Every other entry point is a
-// generated stub (zlibcuda.c) that returns CUDA_ERROR_NOT_SUPPORTED and reports
-// its name once. cuGetProcAddress hands out these same functions, including
+// It exports every function the real driver (580, CUDA 13.0) exports, each
+// as a generated trampoline (zlibcuda.c) that jumps through an entry table.
+// The entry points it implements are the Go functions exported here as
+// gpuos_<name> (gpuos_cuMemAlloc_v2 implements cuMemAlloc_v2); each converts
+// its C arguments and calls internal/shim, which owns the semantics. Every
+// other entry point's table entry is a generated stub that returns
+// CUDA_ERROR_NOT_SUPPORTED and reports its name once. cuGetProcAddress hands out these same functions, including
 // itself; cuGetExportTable serves the private tables of internal/shim's list.
 //
 // The environment: GPUOS_SOCKET, GPUOS_TOKEN and GPUOS_TENANT name the daemon
 // and the credentials (cuInit connects); GPUOS_SHIM_LOG sends reports to a file
 // instead of stderr; GPUOS_SHIM_TRACE=1 logs export-table lookups and every
-// slot call with its arguments, =2 also every failing call;
-// GPUOS_SHIM_DENY_TABLES refuses the export tables it names.
+// slot call with its arguments, =2 also every call of every exported entry
+// point with its arguments and result (trace.c), =3 also each call as it
+// starts; GPUOS_SHIM_DENY_TABLES refuses the export tables it names.
 //
 // Each OS thread's current context is kept under a token from C thread-local
 // storage (runtime.c). The package holds the process's one shim.Driver.
@@ -70,9 +72,10 @@ const (
 	invalidValue = int32(cu.CUDA_ERROR_INVALID_VALUE)
 )
 
-// ret returns r to C, logging failures when tracing calls.
+// ret returns r to C, logging failures when tracing calls (unless the call
+// trace logs every call anyway).
 func ret(name string, r shim.Result) int32 {
-	if r != cu.CUDA_SUCCESS && drv.Log().Tracing(shim.TraceCalls) {
+	if r != cu.CUDA_SUCCESS && drv.Log().Tracing(shim.TraceCalls) && !callTraced() {
 		drv.Log().Printf("%s = %s", name, r.Name())
 	}
 	return int32(r)

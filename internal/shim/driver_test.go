@@ -230,6 +230,12 @@ func TestDriverEvents(t *testing.T) {
 		t.Errorf("elapsed %v ms", ms)
 	}
 	must(t, "record a again", d.EventRecord(th, a, 0))
+	// The record may still be in flight (NOT_READY); once synchronized, the
+	// query answers success.
+	if r := d.EventQuery(a); r != cu.CUDA_SUCCESS && r != cu.CUDA_ERROR_NOT_READY {
+		t.Errorf("query in flight: %s", r.Name())
+	}
+	must(t, "sync a", d.EventSynchronize(a))
 	must(t, "query", d.EventQuery(a))
 	must(t, "destroy", d.EventDestroy(a))
 	want(t, "query destroyed", d.EventQuery(a), cu.CUDA_ERROR_INVALID_HANDLE)

@@ -35,7 +35,18 @@ type ExportTable struct {
 	SizeWord bool     // slot 0 holds the table's size in bytes
 	Fill     Fill
 	Impl     []Slot // implemented slots
-	Purpose  string
+	// Words are slots that hold a number, not a function: the size words of
+	// the sub-tables that follow the first one in a chained table.
+	Words []Word
+	// Null are slots that are NULL whatever the Fill, as in the real table.
+	Null    []int
+	Purpose string
+}
+
+// Word is a slot holding a number.
+type Word struct {
+	Index int
+	Value uint64
 }
 
 // Slot is an implemented slot: Func is the C symbol cmd/libcuda defines.
@@ -73,7 +84,10 @@ var exportTables = []ExportTable{
 			{6, "gpuosETToolsBuffer2", "hand out a second, small buffer (void **, size_t *)"},
 		}},
 	{Name: "tools_tls", UUID: uuid("42d85a8123f6cb478298f6e78a3aecdc"), Slots: 3, SizeWord: true, Fill: FillNull,
-		Purpose: "tools thread-local state: the runtime aborts without the table; its slots stay NULL"},
+		Purpose: "tools thread-local state: the runtime aborts without the table",
+		Impl: []Slot{
+			{2, "gpuosETToolsCurrentContext", "the calling thread's current context (CUcontext *): what tools and cuBLASLt key their state by"},
+		}},
 	{Name: "context_local_storage", UUID: uuid("c693336e1121df11a8c368f355d89593"), Slots: 4, SizeWord: false, Fill: FillNull,
 		Purpose: "context-local storage: the runtime keeps its per-context state in the driver's context",
 		Impl: []Slot{
@@ -92,10 +106,24 @@ var exportTables = []ExportTable{
 		Impl: []Slot{
 			{1, "gpuosETIntegrityCheck", "compute the expected 128-bit value (unsigned version, unix seconds, out[2] u64)"},
 		}},
-	{Name: "unknown_f8cff951", UUID: uuid("f8cff95121468b4eb9e2fb469e7c0dd9"), Slots: 3, SizeWord: true, Fill: FillNotSupported,
-		Purpose: "unknown; asked by every runtime program before cuInit"},
+	// The real table is a chain of sub-tables, each starting with its size
+	// word: 24 bytes at slot 0 (what the first word says), then 16 at 4, 32
+	// at 6, 16 at 10 and 56 at 14, NULL in between (as seen under driver 580).
+	// A runtime that knows the driver's version reads the later sub-tables at
+	// fixed places, so a table of the first 3 slots alone hands it whatever
+	// lies after them.
+	{Name: "unknown_f8cff951", UUID: uuid("f8cff95121468b4eb9e2fb469e7c0dd9"), Slots: 21, SizeWord: false, Fill: FillNotSupported,
+		Purpose: "unknown, chained sub-tables; asked by every runtime program before cuInit",
+		Words:   []Word{{0, 24}, {4, 16}, {6, 32}, {10, 16}, {14, 56}},
+		Null:    []int{3, 12, 13},
+		Impl: []Slot{
+			{1, "gpuosETLogMessage", "report a message (domain, severity, printf format, va_list): logged"},
+		}},
 	{Name: "unknown_21318c60", UUID: uuid("21318c60971432488ca641ff7324c8f2"), Slots: 93, SizeWord: true, Fill: FillNotSupported,
-		Purpose: "unknown, 93 slots; asked by PyTorch's runtime"},
+		Purpose: "context identity and more, 93 slots; asked by PyTorch's runtime and cuBLASLt",
+		Impl: []Slot{
+			{4, "gpuosETContextID", "a context's unique id, as cuCtxGetId (CUcontext, unsigned long long *)"},
+		}},
 	{Name: "unknown_69a28e9f", UUID: uuid("69a28e9f24498b47b030c5da330ea4e9"), Slots: 34, SizeWord: true, Fill: FillNotSupported,
 		Purpose: "unknown, 34 slots; asked by PyTorch"},
 	{Name: "unknown_da9151d3", UUID: uuid("da9151d33ae6cc41a5c04f26d533e328"), Slots: 7, SizeWord: true, Fill: FillNotSupported,

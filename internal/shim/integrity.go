@@ -55,6 +55,17 @@ func IntegrityValue(version uint32, unixSeconds uint64, in IntegrityInput) [2]ui
 	if v := version % 10; v < 2 {
 		return integrityConstants[v]
 	}
+	msg := integrityMessage(version, unixSeconds, in)
+	for _, dv := range in.Devices {
+		msg = deviceMessage(msg, dv)
+	}
+	sum := hmacMD2(integrityKey, msg)
+	le := binary.LittleEndian
+	return [2]uint64{le.Uint64(sum[:8]), le.Uint64(sum[8:])}
+}
+
+// integrityMessage is the fixed part of the message: 48 bytes, little-endian.
+func integrityMessage(version uint32, unixSeconds uint64, in IntegrityInput) []byte {
 	le := binary.LittleEndian
 	msg := make([]byte, 0, 48+28*len(in.Devices))
 	msg = le.AppendUint32(msg, in.DriverVersion)
@@ -65,14 +76,16 @@ func IntegrityValue(version uint32, unixSeconds uint64, in IntegrityInput) [2]ui
 	msg = le.AppendUint64(msg, in.CheckTable)
 	msg = le.AppendUint64(msg, in.CheckFunc)
 	msg = le.AppendUint64(msg, unixSeconds)
-	for _, dv := range in.Devices {
-		msg = append(msg, dv.UUID[:]...)
-		msg = le.AppendUint32(msg, uint32(dv.PCIDomain))
-		msg = le.AppendUint32(msg, uint32(dv.PCIBus))
-		msg = le.AppendUint32(msg, uint32(dv.PCIDev))
-	}
-	sum := hmacMD2(integrityKey, msg)
-	return [2]uint64{le.Uint64(sum[:8]), le.Uint64(sum[8:])}
+	return msg
+}
+
+// deviceMessage appends a device's 28 bytes to msg.
+func deviceMessage(msg []byte, dv IntegrityDevice) []byte {
+	le := binary.LittleEndian
+	msg = append(msg, dv.UUID[:]...)
+	msg = le.AppendUint32(msg, uint32(dv.PCIDomain))
+	msg = le.AppendUint32(msg, uint32(dv.PCIBus))
+	return le.AppendUint32(msg, uint32(dv.PCIDev))
 }
 
 // IntegrityDevices is every device's part of the integrity value.
@@ -106,12 +119,15 @@ func hmacMD2(key [16]byte, msg []byte) [16]byte {
 	return outer.sum()
 }
 
-// md2 is the MD2 message digest (RFC 1319).
+// md2 is the MD2 message digest (RFC 1319), fed a byte at a time: x is the
+// 48-byte state (the digest so far, the block being filled, and their xor),
+// c the checksum, updated with every byte, l its last byte, n the bytes of
+// the block so far. This is the representation in which the intermediate
+// states of the runtime's computation were published (integrity_test.go).
 type md2 struct {
-	x   [48]byte
-	c   [16]byte
-	buf [16]byte
-	n   int
+	x    [48]byte
+	c    [16]byte
+	n, l byte
 }
 
 // md2S is MD2's substitution table, a permutation of 0..255 built from the
@@ -136,22 +152,25 @@ var md2S = [256]byte{
 }
 
 func (m *md2) write(p []byte) {
-	for len(p) > 0 {
-		k := copy(m.buf[m.n:], p)
-		m.n += k
-		p = p[k:]
-		if m.n == 16 {
-			m.block(m.buf[:])
-			m.n = 0
-		}
+	for _, b := range p {
+		m.writeByte(b)
 	}
 }
 
-func (m *md2) block(b []byte) {
-	for i := 0; i < 16; i++ {
-		m.x[16+i] = b[i]
-		m.x[32+i] = b[i] ^ m.x[i]
+func (m *md2) writeByte(b byte) {
+	n := m.n
+	m.x[16+n] = b
+	m.x[32+n] = m.x[n] ^ b
+	m.c[n] ^= md2S[b^m.l]
+	m.l = m.c[n]
+	m.n = (n + 1) & 15
+	if m.n == 0 {
+		m.compress()
 	}
+}
+
+// compress runs the 18 rounds over the 48-byte state once a block is in.
+func (m *md2) compress() {
 	var t byte
 	for j := 0; j < 18; j++ {
 		for k := range m.x {
@@ -160,21 +179,17 @@ func (m *md2) block(b []byte) {
 		}
 		t += byte(j)
 	}
-	l := m.c[15]
-	for i := 0; i < 16; i++ {
-		m.c[i] ^= md2S[b[i]^l]
-		l = m.c[i]
-	}
 }
 
+// sum pads the message, appends the checksum and returns the digest. It
+// leaves m in the state after the checksum block.
 func (m *md2) sum() [16]byte {
-	pad := byte(16 - m.n)
-	for i := m.n; i < 16; i++ {
-		m.buf[i] = pad
+	pad := 16 - m.n
+	for i := byte(0); i < pad; i++ {
+		m.writeByte(pad)
 	}
-	m.block(m.buf[:])
 	c := m.c
-	m.block(c[:])
+	m.write(c[:])
 	var out [16]byte
 	copy(out[:], m.x[:16])
 	return out
