@@ -20,7 +20,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "policy", summary: "scheduling: list, use a policy, set a tenant's share, show tenants", run: policyCmd})
+	register(&command{name: "policy", summary: "scheduling: list, use, load and unload policies, their maps, tenants' shares", run: policyCmd})
 }
 
 const policyUsage = `usage:
@@ -32,7 +32,7 @@ const policyUsage = `usage:
       change a tenant's virtual GPU: compute and copy-bandwidth weights, memory share, class
   gpuos policy tenants [--socket PATH] [--json]
       each tenant's GPU time, share against target, queue delay, in flight
-`
+` + policyEngineUsage
 
 func policyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -43,6 +43,9 @@ func policyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return nil
 	}
 	sub := args[0]
+	if run, ok := policySubcommands[sub]; ok { // policy_load.go
+		return run(ctx, args[1:], stdout, stderr)
+	}
 	fs := newFlags("policy "+sub, stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, policyUsage) }
 	socket := fs.String("socket", "", "the daemon's socket (default $GPUOS_SOCKET, else the default path)")

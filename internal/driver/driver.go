@@ -68,6 +68,7 @@ type Driver struct {
 	// holds the shared memory segments (shm.go).
 	memHooks *memHooks
 	shm      shmRegistry
+	pol      *policies // WebAssembly policies (policy.go)
 
 	mu       sync.Mutex
 	sessions map[uint64]*Session
@@ -100,6 +101,11 @@ func New(opts Options) (*Driver, error) {
 		return nil, fmt.Errorf("open device %d: %w", opts.Ordinal, err)
 	}
 	hooks := &memHooks{}
+	pol := newPolicies(opts)
+	if opts.Victims == nil {
+		opts.Victims = pol.mem
+	}
+	opts.Sched.OnEject = pol.schedEjected
 	mo, err := memoryOptions(dev, opts, hooks)
 	if err != nil {
 		dev.Close()
@@ -131,8 +137,10 @@ func New(opts Options) (*Driver, error) {
 		grants:   map[[16]byte]cap.Ref{},
 		lost:     make(chan struct{}),
 		memHooks: hooks,
+		pol:      pol,
 	}
 	hooks.d.Store(d)
+	pol.attach(d)
 	d.audit(audit.Event{Kind: audit.KindDriverStart, Detail: map[string]any{
 		"backend": opts.Backend.Name(), "device": d.info.Name, "ordinal": opts.Ordinal}})
 	return d, nil
@@ -295,6 +303,7 @@ func (d *Driver) Close() error {
 		s.kill()
 		<-s.done
 	}
+	d.pol.close()
 	d.sched.Close()
 	d.staging.close()
 	err := d.mem.Close()
@@ -332,6 +341,9 @@ func (d *Driver) handleControl(ctx context.Context, req *wire.Request) (v1.Messa
 		return &v1.Sessions{Sessions: d.Stats()}, nil, nil
 	case *v1.KillSession:
 		return nil, nil, d.Kill(m.SessionID, m.Reason)
+	}
+	if reply, ok, err := d.policyControl(ctx, req.Msg); ok {
+		return reply, nil, err
 	}
 	if reply, ok, err := d.schedControl(req.Msg); ok {
 		return reply, nil, err

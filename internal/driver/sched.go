@@ -19,7 +19,11 @@ func newScheduler(dev backend.Device, opts Options) (*sched.Scheduler, error) {
 		so.TenantInFlight = lim.InFlight
 	}
 	al := opts.Audit
+	next := so.OnEject // the policy engine's (policy.go)
 	so.OnEject = func(policy string, err error) {
+		if next != nil {
+			defer next(policy, err)
+		}
 		if opts.Log != nil {
 			opts.Log.Warn("scheduling policy ejected; the fallback took over", "policy", policy, "err", err)
 		}

@@ -68,7 +68,8 @@ type Manager struct {
 	wg       sync.WaitGroup
 	cancel   context.CancelFunc
 
-	sched schedState // the policy and the shares every driver gets (sched.go)
+	sched schedState  // the policy and the shares every driver gets (sched.go)
+	pol   policyState // the loaded WebAssembly policies (policy.go)
 }
 
 // sessionRec is what the manager remembers of a session it placed.
@@ -304,6 +305,9 @@ func (m *Manager) handle(ctx context.Context, cl *client, req *wire.Request) (v1
 		return &v1.Sessions{Sessions: m.listSessions(ctx, cl)}, nil, nil
 	case *v1.AuditQuery:
 		return m.auditQuery(cl, r)
+	}
+	if reply, ok, err := m.handlePolicy(ctx, cl, req.Msg); ok {
+		return reply, nil, err
 	}
 	if reply, ok, err := m.handleSched(ctx, cl, req.Msg); ok {
 		return reply, nil, err

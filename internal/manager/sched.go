@@ -104,6 +104,9 @@ func (m *Manager) sessionClass(t *config.Tenant, pid int32) int32 {
 // configureDriver gives a driver that just started the active policy and
 // every tenant's share, before it serves sessions.
 func (m *Manager) configureDriver(ctx context.Context, ctl *wire.Client) error {
+	if err := m.configurePolicies(ctx, ctl); err != nil {
+		return err
+	}
 	m.sched.mu.Lock()
 	policy := m.sched.policy
 	m.sched.mu.Unlock()
