@@ -16,5 +16,17 @@
 // manager, the driver process or here). A session whose driver process dies
 // fails with ErrDeviceLost.
 //
+// # Transports
+//
+// A session reaches its driver process over shared-memory rings by default
+// (TransportRing): requests and replies cross without a system call in the
+// steady state, large copies are pipelined through a staging area the driver
+// keeps page-locked, and HostBuffer memory (AllocHost) is copied from and to
+// directly. Options.Transport or $GPUOS_TRANSPORT=socket sends everything on
+// the session's socket instead; a session that cannot get rings uses the
+// socket without being asked. HotPath holds the tuning knobs (polling time,
+// ring and staging sizes, the pipelining chunk, the inline copy limit), each
+// also settable from the environment.
+//
 // A Client and its Sessions are safe for concurrent use.
 package client

@@ -43,7 +43,7 @@ type HotPath struct {
 	// StagingChunk is a staging slot's size, the unit large copies are
 	// pipelined in: the copy into the staging area of one chunk overlaps the
 	// device copy of the one before ($GPUOS_STAGING_CHUNK; default: the
-	// driver's, 4 MiB).
+	// driver's, 2 MiB).
 	StagingChunk int
 	// InlineMax is the largest copy sent inline in its request; larger ones go
 	// through the staging area ($GPUOS_INLINE_MAX; default 256 KiB).

@@ -34,7 +34,7 @@ const (
 	maxRing             = 16 << 20
 
 	defaultStaging     = 64 << 20
-	defaultStagingSlot = 4 << 20
+	defaultStagingSlot = 2 << 20 // chosen on the sim (1-2 MiB best there); tune on the GPU
 	minStagingSlot     = 64 << 10
 	maxStagingSlot     = 64 << 20
 	// maxStaging bounds the page-locked memory one session's staging takes.
