@@ -94,6 +94,9 @@ func gpuos_cuGetExportTable(table *unsafe.Pointer, id unsafe.Pointer) int32 {
 	i := drv.ExportTableIndex(u)
 	if i < 0 {
 		*table = nil
+		if shim.Denied(u) {
+			return int32(shim.RefusedTableResult())
+		}
 		return invalidValue
 	}
 	*table = unsafe.Pointer(C.gpuos_export_table(C.int(i)))

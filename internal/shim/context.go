@@ -18,6 +18,10 @@ type ctxObj struct {
 	primary bool
 	flags   atomic.Uint32
 	dead    atomic.Bool
+	// inactive marks a primary context that is not retained (never yet, or
+	// released or reset since): it has a handle, but work through it as the
+	// current context is CUDA_ERROR_CONTEXT_IS_DESTROYED, as in the driver.
+	inactive atomic.Bool
 
 	mu          sync.Mutex // guards the fields below
 	limits      [cu.CU_LIMIT_MAX]uint64
@@ -63,14 +67,32 @@ func (th *thread) top() *ctxObj {
 	return nil
 }
 
-// current returns the calling thread's current context.
+// current returns the calling thread's current context, to do work in: none
+// is CUDA_ERROR_INVALID_CONTEXT; one destroyed (by another thread) or a
+// primary context not retained is CUDA_ERROR_CONTEXT_IS_DESTROYED ("the
+// context current to the calling thread has been destroyed using
+// cuCtxDestroy, or is a primary context which has not yet been initialized").
 func (d *Driver) current(t Thread) (*ctxObj, Result) {
+	c, r := d.currentInfo(t)
+	if r == cu.CUDA_SUCCESS && c.inactive.Load() {
+		return nil, cu.CUDA_ERROR_CONTEXT_IS_DESTROYED
+	}
+	return c, r
+}
+
+// currentInfo returns the calling thread's current context to read or set
+// its properties (device, flags, limits, id, context-local storage), which
+// an inactive primary context has too.
+func (d *Driver) currentInfo(t Thread) (*ctxObj, Result) {
 	if r := d.ready(); r != cu.CUDA_SUCCESS {
 		return nil, r
 	}
 	c := d.thread(t).top()
-	if c == nil || c.dead.Load() {
+	if c == nil {
 		return nil, cu.CUDA_ERROR_INVALID_CONTEXT
+	}
+	if c.dead.Load() {
+		return nil, cu.CUDA_ERROR_CONTEXT_IS_DESTROYED
 	}
 	return c, cu.CUDA_SUCCESS
 }
@@ -85,10 +107,11 @@ func (d *Driver) currentSession(t Thread) (*ctxObj, *session, Result) {
 	return c, s, r
 }
 
-// context returns the live context h names; h 0 means the current context.
+// context returns the live context h names, to read or set its properties;
+// h 0 means the current context.
 func (d *Driver) context(t Thread, h uint64) (*ctxObj, Result) {
 	if h == 0 {
-		return d.current(t)
+		return d.currentInfo(t)
 	}
 	if r := d.ready(); r != cu.CUDA_SUCCESS {
 		return nil, r
@@ -275,7 +298,7 @@ func (d *Driver) CtxGetDevice(t Thread, h uint64) (int32, Result) {
 
 // CtxGetFlags is cuCtxGetFlags.
 func (d *Driver) CtxGetFlags(t Thread) (uint32, Result) {
-	c, r := d.current(t)
+	c, r := d.currentInfo(t)
 	if r != cu.CUDA_SUCCESS {
 		return 0, r
 	}
@@ -284,7 +307,7 @@ func (d *Driver) CtxGetFlags(t Thread) (uint32, Result) {
 
 // CtxSetFlags is cuCtxSetFlags.
 func (d *Driver) CtxSetFlags(t Thread, flags uint32) Result {
-	c, r := d.current(t)
+	c, r := d.currentInfo(t)
 	if r != cu.CUDA_SUCCESS {
 		return r
 	}
@@ -317,7 +340,13 @@ func (d *Driver) CtxGetAPIVersion(t Thread, h uint64) (uint32, Result) {
 // work of the context's device and return the first error of asynchronous
 // work.
 func (d *Driver) CtxSynchronize(t Thread, h uint64) Result {
-	c, r := d.context(t, h)
+	var c *ctxObj
+	var r Result
+	if h == 0 {
+		c, r = d.current(t)
+	} else {
+		c, r = d.context(t, h)
+	}
 	if r != cu.CUDA_SUCCESS {
 		return r
 	}
@@ -331,7 +360,7 @@ func (d *Driver) CtxSynchronize(t Thread, h uint64) Result {
 // CtxSetLimit is cuCtxSetLimit. The limits are the kernels' resources, which
 // the daemon provisions: the values are recorded and read back, as hints.
 func (d *Driver) CtxSetLimit(t Thread, limit cu.CUlimit, value uint64) Result {
-	c, r := d.current(t)
+	c, r := d.currentInfo(t)
 	if r != cu.CUDA_SUCCESS {
 		return r
 	}
@@ -346,7 +375,7 @@ func (d *Driver) CtxSetLimit(t Thread, limit cu.CUlimit, value uint64) Result {
 
 // CtxGetLimit is cuCtxGetLimit.
 func (d *Driver) CtxGetLimit(t Thread, limit cu.CUlimit) (uint64, Result) {
-	c, r := d.current(t)
+	c, r := d.currentInfo(t)
 	if r != cu.CUDA_SUCCESS {
 		return 0, r
 	}
@@ -361,7 +390,7 @@ func (d *Driver) CtxGetLimit(t Thread, limit cu.CUlimit) (uint64, Result) {
 // CtxGetCacheConfig and CtxSetCacheConfig are cuCtxGetCacheConfig and
 // cuCtxSetCacheConfig: a preference the hardware may ignore, recorded.
 func (d *Driver) CtxGetCacheConfig(t Thread) (cu.CUfunc_cache, Result) {
-	c, r := d.current(t)
+	c, r := d.currentInfo(t)
 	if r != cu.CUDA_SUCCESS {
 		return 0, r
 	}
@@ -371,7 +400,7 @@ func (d *Driver) CtxGetCacheConfig(t Thread) (cu.CUfunc_cache, Result) {
 }
 
 func (d *Driver) CtxSetCacheConfig(t Thread, cfg cu.CUfunc_cache) Result {
-	c, r := d.current(t)
+	c, r := d.currentInfo(t)
 	if r != cu.CUDA_SUCCESS {
 		return r
 	}
@@ -387,7 +416,7 @@ func (d *Driver) CtxSetCacheConfig(t Thread, cfg cu.CUfunc_cache) Result {
 // CtxGetSharedMemConfig and CtxSetSharedMemConfig are the deprecated bank-size
 // preference calls, recorded.
 func (d *Driver) CtxGetSharedMemConfig(t Thread) (cu.CUsharedconfig, Result) {
-	c, r := d.current(t)
+	c, r := d.currentInfo(t)
 	if r != cu.CUDA_SUCCESS {
 		return 0, r
 	}
@@ -397,7 +426,7 @@ func (d *Driver) CtxGetSharedMemConfig(t Thread) (cu.CUsharedconfig, Result) {
 }
 
 func (d *Driver) CtxSetSharedMemConfig(t Thread, cfg cu.CUsharedconfig) Result {
-	c, r := d.current(t)
+	c, r := d.currentInfo(t)
 	if r != cu.CUDA_SUCCESS {
 		return r
 	}
@@ -418,7 +447,7 @@ const (
 
 // CtxGetStreamPriorityRange is cuCtxGetStreamPriorityRange.
 func (d *Driver) CtxGetStreamPriorityRange(t Thread) (least, greatest int32, r Result) {
-	if _, r := d.current(t); r != cu.CUDA_SUCCESS {
+	if _, r := d.currentInfo(t); r != cu.CUDA_SUCCESS {
 		return 0, 0, r
 	}
 	return leastStreamPriority, greatestStreamPriority, cu.CUDA_SUCCESS
@@ -442,6 +471,7 @@ func (d *Driver) PrimaryCtxRetain(dev int32) (uint64, Result) {
 		dv.primary = d.newContext(dv, dv.primaryFlags, true)
 	}
 	dv.primaryRefs++
+	dv.primary.inactive.Store(false)
 	return dv.primary.h, cu.CUDA_SUCCESS
 }
 
@@ -461,6 +491,7 @@ func (d *Driver) PrimaryCtxRelease(dev int32) Result {
 	var c *ctxObj
 	if dv.primaryRefs == 0 {
 		c = dv.primary
+		c.inactive.Store(true)
 	}
 	dv.mu.Unlock()
 	if c != nil {
@@ -479,6 +510,9 @@ func (d *Driver) PrimaryCtxReset(dev int32) Result {
 	dv.mu.Lock()
 	c := dv.primary
 	dv.primaryRefs = 0
+	if c != nil {
+		c.inactive.Store(true)
+	}
 	dv.mu.Unlock()
 	if c != nil {
 		d.releaseContext(c)
@@ -529,6 +563,7 @@ func (d *Driver) PrimaryCtx(dev int32) (uint64, Result) {
 	defer dv.mu.Unlock()
 	if dv.primary == nil || dv.primary.dead.Load() {
 		dv.primary = d.newContext(dv, dv.primaryFlags, true)
+		dv.primary.inactive.Store(true) // not retained: the runtime retains it
 	}
 	return dv.primary.h, cu.CUDA_SUCCESS
 }

@@ -35,6 +35,20 @@
 //     check (integrity.go) and the fat binary wrapper (fatbin.go). The C side
 //     of the tables lives in cmd/libcuda.
 //   - The one conversion of gpuos errors into CUresult values (result.go).
+//   - The formatting of the full call trace (calltrace.go): cmd/libcuda
+//     captures each call's argument registers under GPUOS_SHIM_TRACE=2 and
+//     FormatCall shows them by the parameter list from include/cuda.h,
+//     reading output values only through a Memory that cannot fault.
+//
+// # Contexts
+//
+// As the driver API documents: a thread with no context gets
+// CUDA_ERROR_INVALID_CONTEXT; work in a current context that was destroyed
+// (by another thread) or in a primary context that is not retained (the
+// runtime's interface hands out its handle before retaining it; the last
+// release and a reset deactivate it) gets CUDA_ERROR_CONTEXT_IS_DESTROYED.
+// Properties (device, flags, limits, id, API version, context-local
+// storage) can be read and set in an inactive primary context.
 //
 // Every method returns a CUresult; none panics on bad input. Unimplemented
 // entry points never reach this package: cmd/libcuda answers them with

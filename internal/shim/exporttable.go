@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	cu "github.com/gpuos/gpuos/internal/abi/cuda"
@@ -138,7 +139,8 @@ func ExportTables() []ExportTable { return append([]ExportTable(nil), exportTabl
 // for a table the shim does not serve (the caller answers
 // CUDA_ERROR_INVALID_VALUE). Tables named in $GPUOS_SHIM_DENY_TABLES (a
 // comma-separated list of table names or UUID prefixes) are refused too, for
-// experiments on what the runtime needs.
+// experiments on what the runtime needs; the caller answers those with
+// RefusedTableResult.
 func (d *Driver) ExportTableIndex(id [16]byte) int {
 	hexID := hex.EncodeToString(id[:])
 	for i, t := range exportTables {
@@ -160,6 +162,35 @@ func (d *Driver) ExportTableIndex(id [16]byte) int {
 	return -1
 }
 
+// RefusedTableResult is what cuGetExportTable answers for a table
+// $GPUOS_SHIM_DENY_TABLES refuses: $GPUOS_SHIM_DENY_RESULT (a CUresult
+// number or name, e.g. 500 or CUDA_ERROR_NOT_FOUND), by default
+// CUDA_ERROR_INVALID_VALUE, what it answers for a table it does not know.
+func RefusedTableResult() Result {
+	v := strings.TrimSpace(os.Getenv("GPUOS_SHIM_DENY_RESULT"))
+	if n, err := strconv.ParseUint(v, 10, 32); err == nil && cu.CUresult(n).Name() != "" {
+		return cu.CUresult(n)
+	}
+	for r := cu.CUresult(0); r < 1000; r++ {
+		if v != "" && r.Name() == v {
+			return r
+		}
+	}
+	return cu.CUDA_ERROR_INVALID_VALUE
+}
+
+// Denied reports whether $GPUOS_SHIM_DENY_TABLES refuses the table with this
+// UUID.
+func Denied(id [16]byte) bool {
+	hexID := hex.EncodeToString(id[:])
+	for _, t := range exportTables {
+		if t.UUID == id {
+			return denied(t.Name, hexID)
+		}
+	}
+	return false
+}
+
 func denied(name, hexID string) bool {
 	for _, s := range strings.Split(os.Getenv("GPUOS_SHIM_DENY_TABLES"), ",") {
 		s = strings.ToLower(strings.TrimSpace(s))
@@ -177,15 +208,16 @@ func (d *Driver) ExportSlotStub(table, slot int, args [6]uint64) uint64 {
 		return uint64(cu.CUDA_ERROR_NOT_SUPPORTED)
 	}
 	t := exportTables[table]
+	r := cu.CUDA_ERROR_NOT_SUPPORTED
+	if t.Fill == FillSuccess {
+		r = cu.CUDA_SUCCESS
+	}
 	if d.log.Tracing(TraceTables) {
-		d.log.Printf("export %s slot %d (stub) args %#x %#x %#x %#x %#x %#x", t.Name, slot, args[0], args[1], args[2], args[3], args[4], args[5])
+		d.log.Printf("export %s slot %d (stub)(%#x %#x %#x %#x %#x %#x) = %s", t.Name, slot, args[0], args[1], args[2], args[3], args[4], args[5], r.Name())
 	} else {
 		d.log.Once(fmt.Sprintf("slot:%s:%d", t.Name, slot), "export table %s: unimplemented slot %d called (GPUOS_SHIM_TRACE=1 shows its arguments)", t.Name, slot)
 	}
-	if t.Fill == FillSuccess {
-		return 0
-	}
-	return uint64(cu.CUDA_ERROR_NOT_SUPPORTED)
+	return uint64(r)
 }
 
 // TraceSlot logs a call of an implemented slot with its arguments and result,

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	cu "github.com/gpuos/gpuos/internal/abi/cuda"
 )
 
 func TestExportTablesWellFormed(t *testing.T) {
@@ -25,6 +27,33 @@ func TestExportTablesWellFormed(t *testing.T) {
 			if !strings.HasPrefix(s.Func, "gpuosET") {
 				t.Errorf("%s: slot function %s", tab.Name, s.Func)
 			}
+		}
+		// Every slot is one thing: the size word, a number, NULL or a function.
+		taken := map[int]string{}
+		take := func(i int, what string) {
+			if i < 0 || i >= tab.Slots {
+				t.Errorf("%s: %s at slot %d outside the table", tab.Name, what, i)
+			}
+			if prev, ok := taken[i]; ok {
+				t.Errorf("%s: slot %d is both %s and %s", tab.Name, i, prev, what)
+			}
+			taken[i] = what
+		}
+		if tab.SizeWord {
+			take(0, "the size word")
+		}
+		for _, s := range tab.Impl {
+			take(s.Index, s.Func)
+		}
+		for _, w := range tab.Words {
+			take(w.Index, "a number")
+			// A sub-table's size word covers slots that exist.
+			if w.Value%8 != 0 || w.Index+int(w.Value/8) > tab.Slots {
+				t.Errorf("%s: sub-table at %d of %d bytes runs past the table's %d slots", tab.Name, w.Index, w.Value, tab.Slots)
+			}
+		}
+		for _, n := range tab.Null {
+			take(n, "NULL")
 		}
 	}
 }
@@ -81,5 +110,39 @@ func TestExportSlotStub(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "unimplemented slot 1 called") {
 		t.Errorf("log: %s", log.String())
+	}
+}
+
+func TestRefusedTableResult(t *testing.T) {
+	tests := []struct {
+		env  string
+		want Result
+	}{
+		{"", cu.CUDA_ERROR_INVALID_VALUE},
+		{"500", cu.CUDA_ERROR_NOT_FOUND},
+		{"CUDA_ERROR_NOT_FOUND", cu.CUDA_ERROR_NOT_FOUND},
+		{" 801 ", cu.CUDA_ERROR_NOT_SUPPORTED},
+		{"99999", cu.CUDA_ERROR_INVALID_VALUE},
+		{"nonsense", cu.CUDA_ERROR_INVALID_VALUE},
+	}
+	for _, tt := range tests {
+		t.Setenv("GPUOS_SHIM_DENY_RESULT", tt.env)
+		if got := RefusedTableResult(); got != tt.want {
+			t.Errorf("GPUOS_SHIM_DENY_RESULT=%q: %s, want %s", tt.env, got.Name(), tt.want.Name())
+		}
+	}
+	t.Setenv("GPUOS_SHIM_DENY_TABLES", "f8cff951,tools_tls")
+	for _, tt := range []struct {
+		uuid string
+		want bool
+	}{
+		{"f8cff95121468b4eb9e2fb469e7c0dd9", true},
+		{"42d85a8123f6cb478298f6e78a3aecdc", true},
+		{"6bd5fb6c5bf4e74a8987d93912fd9df9", false},
+		{"00112233445566778899aabbccddeeff", false},
+	} {
+		if got := Denied(uuid(tt.uuid)); got != tt.want {
+			t.Errorf("Denied(%s) = %v", tt.uuid, got)
+		}
 	}
 }
