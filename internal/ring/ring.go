@@ -29,6 +29,10 @@ const (
 	ringMagic   = 0x47525047 // "GPRG"
 	ringVersion = 1
 
+	// maxShm bounds one shared memory object (64 GiB): a wild size is an
+	// error, not an attempt.
+	maxShm = 64 << 30
+
 	recHdr   = 8 // u32 length | u32 flags
 	flagPad  = 1 // skip to the end of the data area
 	flagMore = 2 // the message continues in the next record

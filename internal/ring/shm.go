@@ -9,10 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxShm bounds one shared memory object (64 GiB): a wild size is an error,
-// not an attempt.
-const maxShm = 64 << 30
-
 // Shm is a shared memory object (a memfd) mapped into this process.
 type Shm struct {
 	mu  sync.Mutex
