@@ -2,6 +2,7 @@ package benchmark
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -19,6 +20,7 @@ type viaGPUOS struct {
 	buf      *client.Buffer
 	in, out  *client.Buffer
 	pageable []byte
+	pinned   *client.HostBuffer // nil on a transport without shared host memory
 }
 
 func newGPUOS(ctx context.Context, s *client.Session, z sizes) (*viaGPUOS, error) {
@@ -30,7 +32,11 @@ func newGPUOS(ctx context.Context, s *client.Session, z sizes) (*viaGPUOS, error
 	if g.empty, err = p.Kernel(ctx, "empty"); err != nil {
 		return nil, err
 	}
-	if g.scale, err = p.Kernel(ctx, "scale_copy"); err != nil {
+	sp, err := s.LoadProgram(ctx, StreamPTX, "stream")
+	if err != nil {
+		return nil, fmt.Errorf("load the memory-bound kernel: %w", err)
+	}
+	if g.scale, err = sp.Kernel(ctx, "scale_copy32"); err != nil {
 		return nil, err
 	}
 	for _, b := range []struct {
@@ -45,10 +51,17 @@ func newGPUOS(ctx context.Context, s *client.Session, z sizes) (*viaGPUOS, error
 	for i := range g.pageable {
 		g.pageable[i] = byte(i)
 	}
+	if g.pinned, err = s.AllocHost(ctx, z.copyBytes); err != nil && !errors.Is(err, client.ErrUnsupported) {
+		return nil, fmt.Errorf("pinned host memory: %w", err)
+	}
 	return g, nil
 }
 
-func (g *viaGPUOS) close() {}
+func (g *viaGPUOS) close() {
+	if g.pinned != nil {
+		g.pinned.Close()
+	}
+}
 
 var oneLaunch = client.LaunchConfig{Grid: client.Dim3{X: 1}, Block: client.Dim3{X: 1}}
 
@@ -92,10 +105,13 @@ func (g *viaGPUOS) smallCopy(iters int) ([]time.Duration, error) {
 }
 
 func (g *viaGPUOS) copyBandwidth(size int, pinned, toDevice bool) (time.Duration, error) {
-	if pinned {
-		return 0, nil // no pinned client memory in this transport
-	}
 	host := g.pageable[:size]
+	if pinned {
+		if g.pinned == nil {
+			return 0, nil // no pinned client memory on this transport
+		}
+		host = g.pinned.Bytes()[:size]
+	}
 	start := time.Now()
 	var err error
 	if toDevice {

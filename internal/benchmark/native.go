@@ -12,6 +12,7 @@ type native struct {
 	dev       backend.Device
 	st        backend.Stream
 	mod       backend.Module
+	stream    backend.Module
 	empty     backend.Function
 	scale     backend.Function
 	sms       int
@@ -41,7 +42,10 @@ func newNative(dev backend.Device, z sizes) (*native, error) {
 	if n.empty, err = n.mod.Function("empty"); err != nil {
 		return nil, err
 	}
-	if n.scale, err = n.mod.Function("scale_copy"); err != nil {
+	if n.stream, err = dev.LoadModule(StreamPTX); err != nil {
+		return nil, fmt.Errorf("load the memory-bound kernel: %w", err)
+	}
+	if n.scale, err = n.stream.Function("scale_copy32"); err != nil {
 		return nil, err
 	}
 	if n.small, err = n.alloc(64); err != nil {
@@ -108,6 +112,9 @@ func (n *native) close() {
 	}
 	if n.mod != nil {
 		n.mod.Unload()
+	}
+	if n.stream != nil {
+		n.stream.Unload()
 	}
 }
 

@@ -237,3 +237,44 @@ func TestRelocatedGlobals(t *testing.T) {
 		t.Errorf("counter = %d after 32 increments from 5", v)
 	}
 }
+
+// TestAllowlistedPTXRunsUnguarded: a trusted tenant's PTX whose SHA-256 the
+// operator allowlisted is loaded as it is (its module globals stay in module
+// memory, outside the window), while the same PTX from a guarded tenant, or
+// unlisted PTX from the trusted one, goes through the guard (globals relocated
+// into the window).
+func TestAllowlistedPTXRunsUnguarded(t *testing.T) {
+	listed := []byte(globalsPTX)
+	sum := sha256.Sum256(listed)
+	vec := readPTX(t, filepath.Join("..", "..", "testdata", "kernels", "vecadd.ptx"))
+	vsum := sha256.Sum256(vec)
+	env := testenv.Start(t, testenv.Options{Config: twoTenants(t, hex.EncodeToString(sum[:]), hex.EncodeToString(vsum[:]))})
+	ctx := ctxT(t)
+	inWindow := func(s *client.Session, src []byte) bool {
+		t.Helper()
+		p, err := s.LoadProgram(ctx, src, "globals")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		addr, _, err := p.Global(ctx, "counter")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base, size := s.Window()
+		return addr >= base && addr < base+size
+	}
+	_, vendor := session(t, env, "vendor")
+	_, victim := session(t, env, "victim")
+	if inWindow(vendor, listed) {
+		t.Error("allowlisted PTX of a trusted tenant was guarded (its global was relocated into the window)")
+	}
+	if !inWindow(victim, listed) {
+		t.Error("a guarded tenant's PTX was not guarded, though its hash is allowlisted")
+	}
+	if !inWindow(vendor, append([]byte(globalsPTX), '\n')) {
+		t.Error("unlisted PTX of a trusted tenant was not guarded")
+	}
+	// Allowlisted code still computes, with its pointer arguments checked.
+	vecaddCheck(t, ctx, vendor)
+}
