@@ -1,104 +1,264 @@
 #!/bin/bash
-# gpu-check.sh - issue 4, item 6, on a machine with an NVIDIA GPU and driver:
-#   (a) the C API programs of testdata/capi, natively and through gpuos;
-#   (b) the nvcc-built runtime programs of testdata/cudart (static cudart),
-#       natively and through gpuos, their stdout compared;
-#   (c) the CuPy scripts of testdata/cupy, natively and through gpuos, their
-#       stdout compared (skipped without CuPy);
-#   and bench/launch_bench.c natively and through gpuos in the same run.
+# gpu-check.sh - one run on a machine with an NVIDIA GPU, its driver, nvcc
+# and (for part c) CuPy, that shows whether runtime-API programs and CuPy
+# work through gpuos, and where they stop if they do not. No Go is needed:
+# gpuos and its libcuda.so.1 come prebuilt in CARRY.
 #
-# Run from the repository root:
-#   bash testdata/cudart/gpu-check.sh [OUT_DIR]
-# Needs go, gcc, nvcc (for b) and python3 with cupy (for c). Everything it
-# builds, logs and prints goes to OUT_DIR (default /tmp/gpuos-gpu-check);
-# shim.log holds the shim's trace (GPUOS_SHIM_TRACE=1: every export-table
-# lookup and slot call with its arguments). Set CUPY_PTX=1 to make CuPy hand
-# the daemon PTX instead of cubins (CUPY_COMPILE_WITH_PTX=1, both runs);
-# GPUOS_BACKEND=sim runs the gpuos side on the software GPU (a dry run).
+#   bash testdata/cudart/gpu-check.sh CARRY OUT
+#
+# from the repository root. CARRY holds gpuos and libcuda.so.1, built with
+#   go build -o CARRY/gpuos ./cmd/gpuos
+#   go build -buildmode=c-shared -ldflags=-extldflags=-Wl,-soname,libcuda.so.1 -o CARRY/libcuda.so.1 ./cmd/libcuda
+# and optionally trace-libcuda.sh (the shared lookup tracer). OUT receives
+# summary.txt (printed at the end), logs.tgz (every log and full call trace),
+# and apart: trace-rt_vecadd.log (gpuos's call trace of the static program),
+# ref-rt_vecadd.log (the real driver's) and exporttables.txt. What it does:
+#   1. the real driver's export tables, the integrity check's answers against
+#      gpuos's for the same inputs, and what some slots do (exporttables.c);
+#   2. the nvcc programs of testdata/cudart with the static runtime (and
+#      rt_vecadd with -cudart shared), natively and through gpuos with
+#      GPUOS_SHIM_TRACE=2; for a failure, the trace around the first failing
+#      call; for a failing static rt_vecadd, the same with the f8cff951 table
+#      refused (answered CUDA_ERROR_INVALID_VALUE, then CUDA_ERROR_NOT_FOUND);
+#   3. rt_vecadd on the real driver under reftrace.sh (every call logged like
+#      gpuos's trace) and the first differences between the two call
+#      sequences; under CARRY/trace-libcuda.sh too, if there;
+#   4. the CuPy scripts natively and through gpuos with CUPY_COMPILE_WITH_PTX=1
+#      as the guarded tenant; those that fail again as the trusted tenant of
+#      testdata/cupy/gpuos-cupy.yaml, with the SASS modules the audit log shows
+#      refused added to trusted_modules (up to three rounds);
+#   5. the C API programs of testdata/capi and the launch benchmark.
+# Environment: REAL_LIBCUDA (the NVIDIA libcuda.so.1, default from ldconfig),
+# GPUOS_BACKEND (default cuda), TIMEOUT (per program, default 180 s).
 set -u
+CARRY=$(readlink -f "${1:?usage: gpu-check.sh CARRY OUT}")
+OUT=$(readlink -f "${2:?usage: gpu-check.sh CARRY OUT}")
 ROOT=$(pwd)
-OUT=${1:-/tmp/gpuos-gpu-check}
 mkdir -p "$OUT"
-log() { printf '%s\n' "$*" | tee -a "$OUT/summary.txt"; }
-: > "$OUT/summary.txt"
+W=$(mktemp -d /tmp/gpu-check.XXXXXX)
+S=$OUT/summary.txt
+: > "$S"
+TO=${TIMEOUT:-180}
+say() { printf '%s\n' "$*" >> "$S"; }
+cutl() { cut -c1-"${1:-220}"; }
+[ -x "$CARRY/gpuos" ] && [ -e "$CARRY/libcuda.so.1" ] || { echo "gpu-check: $CARRY lacks gpuos or libcuda.so.1" >&2; exit 1; }
+ln -sf libcuda.so.1 "$CARRY/libcuda.so" 2> /dev/null
 
-go build -o "$OUT/gpuos" ./cmd/gpuos || exit 1
-go build -buildmode=c-shared -ldflags=-extldflags=-Wl,-soname,libcuda.so.1 -o "$OUT/libcuda.so.1" ./cmd/libcuda || exit 1
-ln -sf libcuda.so.1 "$OUT/libcuda.so"
+REAL=${REAL_LIBCUDA:-$(ldconfig -p 2> /dev/null | awk '/libcuda\.so\.1 /{print $NF; exit}')}
+if [ -z "$REAL" ]; then
+    for d in ${LD_LIBRARY_PATH//:/ } /usr/local/nvidia/lib64 /usr/lib/x86_64-linux-gnu /usr/lib64; do
+        [ -e "$d/libcuda.so.1" ] && { REAL=$d/libcuda.so.1; break; }
+    done
+fi
+say "== gpu-check $(date -u +%FT%TZ): $(nvidia-smi -L 2> /dev/null | head -1)"
+say "   real driver: ${REAL:-none found}; nvcc: $(nvcc --version 2> /dev/null | tail -1); cupy: $(python3 -c 'import cupy; print(cupy.__version__)' 2> /dev/null || echo none)"
+say "   shim: $(strings "$CARRY/libcuda.so.1" | grep -m1 'gpuos libcuda shim'); $(cd "$ROOT" && git log --oneline -1 2> /dev/null | cut -c1-80)"
 
-SOCK=$OUT/gpuos.sock
-rm -f "$SOCK"
-"$OUT/gpuos" serve --backend "${GPUOS_BACKEND:-cuda}" --socket "$SOCK" > "$OUT/serve.log" 2>&1 &
-SERVE=$!
-trap 'kill $SERVE 2>/dev/null; wait $SERVE 2>/dev/null' EXIT
-for _ in $(seq 300); do [ -S "$SOCK" ] && break; sleep 0.1; done
-[ -S "$SOCK" ] || { cat "$OUT/serve.log"; exit 1; }
+# ---- the daemon ---------------------------------------------------------------
+SOCK=$W/gpuos.sock
+AUDIT=$W/audit.jsonl
+SERVE=
+serve() { # [CONFIG]
+    [ -n "$SERVE" ] && { kill "$SERVE" 2> /dev/null; wait "$SERVE" 2> /dev/null; }
+    rm -f "$SOCK"
+    local cfg=()
+    [ -n "${1:-}" ] && cfg=(--config "$1")
+    "$CARRY/gpuos" serve --backend "${GPUOS_BACKEND:-cuda}" --socket "$SOCK" --audit "$AUDIT" "${cfg[@]}" >> "$W/serve.log" 2>&1 &
+    SERVE=$!
+    for _ in $(seq 100); do [ -S "$SOCK" ] && return 0; sleep 0.2; done
+    say "FAIL gpuos serve did not start: $(tail -3 "$W/serve.log" | tr '\n' ' ')"
+    return 1
+}
+finish() {
+    [ -n "$SERVE" ] && { kill "$SERVE" 2> /dev/null; wait "$SERVE" 2> /dev/null; }
+    tar czf "$OUT/logs.tgz" -C "$W" --exclude=cupy-cache --exclude=ref/reftrace.c . 2> /dev/null
+    for f in trace-rt_vecadd.log ref-rt_vecadd.log; do [ -f "$W/$f" ] && cp "$W/$f" "$OUT/"; done
+    cat "$W"/exporttables.tables "$W"/exporttables.calls > "$OUT/exporttables.txt" 2> /dev/null
+    cat "$S"
+}
+trap finish EXIT
+serve || exit 1
+GPUOS=("$CARRY/gpuos" run --shim "$CARRY" --socket "$SOCK")
 
-export GPUOS_SHIM_LOG=$OUT/shim.log GPUOS_SHIM_TRACE=${GPUOS_SHIM_TRACE:-1}
-GPUOS=("$OUT/gpuos" run --shim "$OUT" --socket "$SOCK" --)
-
-# compare NAME CMD...: run natively and through gpuos; PASS if both exit 0
-# and their stdout is identical.
-compare() {
-    local name=$1; shift
-    (cd "$OUT" && "$@" > "$name.native.out" 2> "$name.native.err"); local rn=$?
-    (cd "$OUT" && "${GPUOS[@]}" "$@" > "$name.gpuos.out" 2> "$name.gpuos.err"); local rg=$?
-    if [ $rn -eq 0 ] && [ $rg -eq 0 ] && cmp -s "$OUT/$name.native.out" "$OUT/$name.gpuos.out"; then
-        log "PASS $name (stdout identical, $(wc -l < "$OUT/$name.gpuos.out") lines)"
+# firsterr LOG: the trace around the first call that failed, or its end; in
+# full for the first two failures, then the failing call alone.
+CONTEXTS=2
+firsterr() {
+    local log=$1 n f=$W/.firsterr
+    # Without the entry-point lookups, which the runtime makes by the hundred.
+    grep -v -E 'cuGetProcAddress' "$log" | sed 's/^gpuos-shim: //' > "$f"
+    n=$(grep -n -E '^T[0-9]+ +cu[A-Za-z0-9_]+\(.*\) = (CUDA_ERROR_|0x)' "$f" | grep -v 'cuGetExportTable' | head -1 | cut -d: -f1)
+    if [ -n "$n" ] && [ $CONTEXTS -le 0 ]; then
+        say "   first failing call: $(sed -n "${n}p" "$f" | cutl 200)"
+    elif [ -n "$n" ]; then
+        CONTEXTS=$((CONTEXTS - 1))
+        say "   first failing call (with the 12 lines before it, lookups left out):"
+        sed -n "$((n > 12 ? n - 12 : 1)),$((n + 2))p" "$f" | cutl 230 | sed 's/^/     | /' >> "$S"
     else
-        log "FAIL $name: native exit $rn, gpuos exit $rg; diff $OUT/$name.native.out $OUT/$name.gpuos.out"
-        diff "$OUT/$name.native.out" "$OUT/$name.gpuos.out" | head -20 | tee -a "$OUT/summary.txt"
-        tail -5 "$OUT/$name.gpuos.err" | tee -a "$OUT/summary.txt"
+        say "   no call failed; the trace ends (lookups left out):"
+        tail -8 "$f" | cutl 230 | sed 's/^/     | /' >> "$S"
     fi
+    grep -h 'is not supported by gpuos\|unimplemented slot\|unknown table' "$f" | sort -u | head -4 | sed 's/^/   refused: /' | cutl >> "$S"
 }
 
-log "== (a) C API programs (testdata/capi), natively and through gpuos"
-for p in vecadd reduce streams memcpy memset pointers context errors leak; do
-    gcc -std=gnu11 -O1 -Wall -I include "testdata/capi/$p.c" -o "$OUT/capi_$p" -L "$OUT" -lcuda -lpthread || { log "FAIL build $p"; continue; }
-    (cd "$OUT" && ./"capi_$p" "$ROOT/testdata/kernels" > "capi_$p.native.out" 2>&1); rn=$?
-    (cd "$OUT" && "${GPUOS[@]}" ./"capi_$p" "$ROOT/testdata/kernels" > "capi_$p.gpuos.out" 2>&1); rg=$?
-    log "$( [ $rg -eq 0 ] && echo PASS || echo FAIL ) capi/$p through gpuos (exit $rg); natively exit $rn"
-    [ $rg -eq 0 ] || tail -5 "$OUT/capi_$p.gpuos.out" | tee -a "$OUT/summary.txt"
-    [ $rn -eq 0 ] || { echo "   native:"; tail -3 "$OUT/capi_$p.native.out"; } | tee -a "$OUT/summary.txt"
-done
+# compare NAME DIR CMD...: natively, then through gpuos with the full call
+# trace; PASS if both exit 0 with the same stdout.
+compare() {
+    local name=$1 dir=$2 rn rg
+    shift 2
+    (cd "$dir" && timeout "$TO" "$@" > "$W/$name.native.out" 2> "$W/$name.native.err"); rn=$?
+    (cd "$dir" && GPUOS_SHIM_TRACE=${TRACE:-2} GPUOS_SHIM_LOG=$W/trace-$name.log timeout "$TO" "${GPUOS[@]}" ${TENANT:+--tenant "$TENANT"} -- "$@" \
+        > "$W/$name.gpuos.out" 2> "$W/$name.gpuos.err"); rg=$?
+    if [ $rn -eq 0 ] && [ $rg -eq 0 ] && cmp -s "$W/$name.native.out" "$W/$name.gpuos.out"; then
+        say "PASS $name (stdout identical, $(wc -l < "$W/$name.gpuos.out") lines; trace $(wc -l < "$W/trace-$name.log") lines)"
+        return 0
+    fi
+    say "FAIL $name: native exit $rn, gpuos exit $rg$( [ $rn -eq 0 ] && [ $rg -eq 0 ] && echo ', stdout differs')"
+    [ $rn -ne 0 ] && tail -2 "$W/$name.native.err" | cutl | sed 's/^/   native: /' >> "$S"
+    grep -v '^$' "$W/$name.gpuos.err" | grep -v '^gpuos-shim:' | tail -2 | cutl | sed 's/^/   gpuos:  /' >> "$S"
+    [ $rn -eq 0 ] && [ $rg -eq 0 ] && diff "$W/$name.native.out" "$W/$name.gpuos.out" | head -4 | cutl | sed 's/^/   /' >> "$S"
+    [ -s "$W/trace-$name.log" ] && firsterr "$W/trace-$name.log"
+    return 1
+}
 
-log "== (b) runtime-API programs (testdata/cudart), nvcc with static cudart"
+# ---- 1. the real driver's tables and integrity check ---------------------------
+say ""
+say "== 1. the real driver's export tables (testdata/cudart/exporttables.c)"
+if gcc -std=gnu11 -O1 -o "$W/exporttables" testdata/cudart/exporttables.c -ldl -lpthread 2> "$W/exporttables.build"; then
+    (cd "$W" && LD_LIBRARY_PATH=$(dirname "${REAL:-/nonexistent}"):${LD_LIBRARY_PATH:-} timeout 60 ./exporttables tables "$CARRY/libcuda.so.1" > exporttables.tables 2>&1)
+    (cd "$W" && LD_LIBRARY_PATH=$(dirname "${REAL:-/nonexistent}"):${LD_LIBRARY_PATH:-} timeout 60 ./exporttables calls > exporttables.calls 2>&1)
+    grep -E '^(WARNING|driver )' "$W/exporttables.tables" | cutl >> "$S"
+    grep -E '^table unknown_f8cff951 ' "$W/exporttables.tables" | cutl 640 >> "$S"
+    grep -E '^table ' "$W/exporttables.tables" | grep -v -E '^table unknown_f8cff951 ' | cutl 150 >> "$S"
+    grep -E '^integrity inputs' "$W/exporttables.tables" | cutl 260 >> "$S"
+    say "integrity: $(grep -c ' MATCH' "$W/exporttables.tables") of $(grep -c '^integrity [0-9]' "$W/exporttables.tables") runtime versions MATCH the real driver"
+    grep -E '^integrity [0-9]+ .*(MISMATCH|ERROR)|^integrity: ' "$W/exporttables.tables" | cutl 260 >> "$S"
+    grep -v '^driver ' "$W/exporttables.calls" | sed 's/^probe: //' | cutl 150 >> "$S"
+else
+    say "FAIL build exporttables: $(head -3 "$W/exporttables.build")"
+fi
+
+# ---- 2. nvcc programs ------------------------------------------------------------
+say ""
+say "== 2. runtime-API programs (testdata/cudart), natively and through gpuos, GPUOS_SHIM_TRACE=2"
 if command -v nvcc > /dev/null; then
+    built=()
     for p in rt_vecadd rt_streams rt_managed; do
-        nvcc -O2 -o "$OUT/$p" "testdata/cudart/$p.cu" || { log "FAIL build $p"; continue; }
-        compare "$p" ./"$p"
+        nvcc -O2 -o "$W/$p" "testdata/cudart/$p.cu" > "$W/$p.build" 2>&1 && built+=("$p") || say "FAIL build $p: $(tail -2 "$W/$p.build" | tr '\n' ' ')"
     done
-    grep -h "managed memory" "$OUT"/rt_managed.*.err | sed 's/^/   /' | tee -a "$OUT/summary.txt"
+    nvcc -O2 -cudart shared -o "$W/rt_vecadd_shared" testdata/cudart/rt_vecadd.cu > "$W/rt_vecadd_shared.build" 2>&1 && built+=(rt_vecadd_shared) ||
+        say "FAIL build rt_vecadd -cudart shared: $(tail -2 "$W/rt_vecadd_shared.build" | tr '\n' ' ')"
+    for p in "${built[@]}"; do
+        compare "$p" "$W" "./$p"
+        [ "$p" = rt_managed ] && grep -h "managed memory" "$W"/rt_managed.*.err | sed 's/^/   /' >> "$S"
+    done
+    if [ -x "$W/rt_vecadd" ] && ! cmp -s "$W/rt_vecadd.native.out" "$W/rt_vecadd.gpuos.out"; then
+        for v in "INVALID_VALUE:" "NOT_FOUND:CUDA_ERROR_NOT_FOUND"; do
+            tag=${v%%:*} res=${v#*:}
+            (cd "$W" && GPUOS_SHIM_DENY_TABLES=f8cff951 GPUOS_SHIM_DENY_RESULT=$res GPUOS_SHIM_TRACE=2 GPUOS_SHIM_LOG=$W/trace-rt_vecadd-deny-$tag.log \
+                timeout "$TO" "${GPUOS[@]}" -- ./rt_vecadd > "$W/rt_vecadd-deny-$tag.out" 2> "$W/rt_vecadd-deny-$tag.err"); rg=$?
+            say "   rt_vecadd with f8cff951 refused ($tag): exit $rg; $(grep -v '^gpuos-shim' "$W/rt_vecadd-deny-$tag.err" | grep -m1 -E 'FAIL|PASS' | cutl 160)$(grep -q 'PASS rt_vecadd' "$W/rt_vecadd-deny-$tag.out" && echo 'PASS rt_vecadd')"
+            [ $rg -ne 0 ] && grep -n -E 'T[0-9]+ +cu.*= CUDA_ERROR_' "$W/trace-rt_vecadd-deny-$tag.log" | grep -v -E 'cuGetProcAddress|cuGetExportTable' | head -1 | sed 's/gpuos-shim: //' | cutl | sed 's/^/     first failing call: /' >> "$S"
+        done
+    fi
 else
-    log "SKIP (b): no nvcc"
+    say "SKIP 2: no nvcc"
 fi
 
-log "== (c) CuPy scripts (testdata/cupy)"
+# ---- 3. the real driver's call sequence ----------------------------------------
+say ""
+say "== 3. rt_vecadd on the real driver, every call logged (testdata/cudart/reftrace.sh), against gpuos's trace"
+# norm: the sequence of calls as "name = result" and export-table slots as
+# "slot table[i]", from either trace; lookups, and the two tables the real
+# trace cannot wrap, left out.
+norm() {
+    sed -E 's/^gpuos-shim: //' "$1" |
+        sed -n -E \
+            -e 's/^T[0-9]+ +(cuGetExportTable)\(.*pExportTableId=([0-9a-f]{32})\) = (.*)$/\1 \2 = \3/p' \
+            -e 's/^T[0-9]+ +(cuGetExportTable)\(.*\) "([0-9a-f]{32})" = (.*)$/\1 \2 = \3/p' \
+            -e '/cuGetProcAddress|cuGetExportTable/d' \
+            -e 's/^T[0-9]+ +(cu[A-Za-z0-9_]+)\(.*\)( "[^"]*")? = ([A-Z_0-9x]+)$/\1 = \3/p' \
+            -e 's/^T[0-9]+ +slot ([a-z_0-9]+)\[([0-9]+)\].*/slot \1[\2]/p' \
+            -e 's/^(export )?([a-z_0-9]+) slot ([0-9]+).*/slot \2[\3]/p' |
+        grep -v -E '^slot (cudart_interface|integrity_check)\['
+}
+if [ -n "$REAL" ] && [ -x "$W/rt_vecadd" ] && bash testdata/cudart/reftrace.sh "$W/ref" "$REAL" 2> "$W/reftrace.build"; then
+    for p in rt_vecadd rt_vecadd_shared; do
+        [ -x "$W/$p" ] || continue
+        (cd "$W" && REFTRACE_LOG=$W/ref-$p.log LD_LIBRARY_PATH=$W/ref:${LD_LIBRARY_PATH:-} timeout "$TO" "./$p" > "$W/ref-$p.out" 2> "$W/ref-$p.err"); rr=$?
+        say "$p under reftrace: exit $rr$(cmp -s "$W/ref-$p.out" "$W/$p.native.out" && echo ', output as native'); $(grep -c '^T' "$W/ref-$p.log") calls, $(grep -c 'slot ' "$W/ref-$p.log") slot calls"
+        [ $rr -ne 0 ] && tail -2 "$W/ref-$p.err" | cutl | sed 's/^/   /' >> "$S"
+        norm "$W/ref-$p.log" > "$W/ref-$p.seq"
+        norm "$W/trace-$p.log" > "$W/gpuos-$p.seq"
+        if cmp -s "$W/ref-$p.seq" "$W/gpuos-$p.seq"; then
+            say "   the same $(wc -l < "$W/ref-$p.seq") calls in the same order, with the same results"
+        else
+            say "   real driver (-) against gpuos (+), first differences of $(wc -l < "$W/ref-$p.seq") / $(wc -l < "$W/gpuos-$p.seq") calls:"
+            diff -U2 "$W/ref-$p.seq" "$W/gpuos-$p.seq" | tail -n +3 | head -${DIFFLINES:-24} | cutl 140 | sed 's/^/     /' >> "$S"
+        fi
+    done
+    say "   slots the real runtime called (rt_vecadd): $(grep -o 'slot [a-z_0-9]*\[[0-9]*\]' "$W/ref-rt_vecadd.log" | sort | uniq -c | sort -rn | awk '{printf "%s %s, ", $3, $1}')"
+else
+    say "SKIP 3: $( [ -z "$REAL" ] && echo 'no real libcuda.so.1 found (set REAL_LIBCUDA)' || echo "no rt_vecadd or reftrace build failed: $(tail -2 "$W/reftrace.build" 2> /dev/null | tr '\n' ' ')")"
+fi
+if [ -f "$CARRY/trace-libcuda.sh" ] && [ -x "$W/rt_vecadd" ]; then
+    mkdir -p "$W/lookup-tracer" && (cd "$W/lookup-tracer" && bash "$CARRY/trace-libcuda.sh" > build.log 2>&1) &&
+        (cd "$W" && SHIMLOG=$W/lookups-rt_vecadd.log LD_LIBRARY_PATH=$W/lookup-tracer:${LD_LIBRARY_PATH:-} timeout "$TO" ./rt_vecadd > /dev/null 2>&1)
+    say "   trace-libcuda.sh: $(grep -c '^gpa' "$W/lookups-rt_vecadd.log" 2> /dev/null) lookups, tables: $(grep -o '^export [0-9a-f]\{8\}[^ ]* r=[0-9]* firstword=[0-9]*' "$W/lookups-rt_vecadd.log" 2> /dev/null | sed 's/^export //' | tr '\n' ' ')"
+fi
+
+# ---- 4. CuPy --------------------------------------------------------------------
+say ""
+say "== 4. CuPy scripts (testdata/cupy), CUPY_COMPILE_WITH_PTX=1, natively and through gpuos"
 if python3 -c 'import cupy' 2> /dev/null; then
-    [ "${CUPY_PTX:-0}" = 1 ] && export CUPY_COMPILE_WITH_PTX=1
+    export PYTHONPATH=$ROOT/testdata/cupy${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+    export CUPY_COMPILE_WITH_PTX=1 CUPY_CACHE_DIR=$W/cupy-cache
+    failed=()
     for s in elementwise reduction matmul; do
-        compare "cupy_$s" env PYTHONPATH="$ROOT/testdata/cupy" python3 "$ROOT/testdata/cupy/$s.py"
+        compare "cupy_$s" "$ROOT/testdata/cupy" python3 "$s.py" || failed+=("$s")
     done
+    if [ ${#failed[@]} -gt 0 ]; then
+        say "-- again as tenant cupy-trusted (testdata/cupy/gpuos-cupy.yaml), learning the refused SASS modules' hashes from the audit log"
+        cfg=$W/gpuos-cupy.yaml
+        cp testdata/cupy/gpuos-cupy.yaml "$cfg"
+        for round in 1 2 3; do
+            : > "$AUDIT"
+            serve "$cfg" || break
+            still=()
+            for s in "${failed[@]}"; do
+                TENANT=cupy-trusted compare "cupy_${s}_trusted$round" "$ROOT/testdata/cupy" python3 "$s.py" || still+=("$s")
+            done
+            new=$(grep -o '"sha256":"[0-9a-f]\{64\}"' "$AUDIT" | cut -d'"' -f4 | sort -u | grep -v -x -F -f <(grep -o '[0-9a-f]\{64\}' "$cfg") || true)
+            failed=("${still[@]}")
+            say "   round $round: ${#still[@]} failing, $(printf '%s\n' $new | grep -c .) module(s) refused for the first time"
+            [ ${#still[@]} -eq 0 ] || [ -z "$new" ] && break
+            printf '  - %s\n' $new >> "$cfg"
+        done
+        say "   trusted_modules learned: $(grep -c '^  - ' "$cfg") (gpuos-cupy.yaml in logs.tgz)"
+        serve || true
+    fi
 else
-    log "SKIP (c): python3 cannot import cupy"
+    say "SKIP 4: python3 cannot import cupy"
 fi
 
-log "== launch benchmark (bench/launch_bench.c), 100k asynchronous empty launches"
-gcc -std=gnu11 -O2 -I include bench/launch_bench.c -o "$OUT/launch_bench" -L "$OUT" -lcuda
-native=$(cd "$OUT" && ./launch_bench 100000 "$ROOT/testdata/kernels/bench.ptx")
-shim=$(cd "$OUT" && GPUOS_SHIM_TRACE=0 "${GPUOS[@]}" ./launch_bench 100000 "$ROOT/testdata/kernels/bench.ptx")
-log "native: $native"
-log "gpuos:  $shim"
-n=$(sed -E 's/.*launches: ([0-9.]+) us.*/\1/' <<< "$native")
-g=$(sed -E 's/.*launches: ([0-9.]+) us.*/\1/' <<< "$shim")
-log "ratio gpuos/native: $(awk -v g="$g" -v n="$n" 'BEGIN { if (n > 0) printf "%.2f", g / n; else print "?" }') (target <= 1.5)"
-
-log "== fault (last: it takes the device's driver process down when kernels run unguarded)"
-gcc -std=gnu11 -O1 -I include testdata/capi/fault.c -o "$OUT/capi_fault" -L "$OUT" -lcuda
-(cd "$OUT" && "${GPUOS[@]}" ./capi_fault "$ROOT/testdata/kernels" > capi_fault.gpuos.out 2>&1); rg=$?
-log "$( [ $rg -eq 0 ] && echo PASS || echo FAIL ) capi/fault: $(grep surfaced "$OUT/capi_fault.gpuos.out")"
-
-log "== export tables the runtime used (from $OUT/shim.log)"
-grep -ho 'cuGetExportTable([0-9a-f]*): [a-z_0-9]*\|export [a-z_0-9]* slot [0-9]*' "$OUT/shim.log" | sort | uniq -c | sort -rn | tee -a "$OUT/summary.txt"
-grep -h 'is not supported by gpuos\|unknown table' "$OUT/shim.log" | sort | uniq -c | tee -a "$OUT/summary.txt"
-echo "summary: $OUT/summary.txt"
+# ---- 5. C API programs and the launch benchmark -------------------------------------
+say ""
+say "== 5. C API programs (testdata/capi) through gpuos, and the launch benchmark"
+pass=() fail=()
+for p in vecadd reduce streams memcpy memset library pointers context errors leak; do
+    gcc -std=gnu11 -O1 -Iinclude "testdata/capi/$p.c" -o "$W/capi_$p" -L"$CARRY" -lcuda -lpthread > "$W/capi_$p.build" 2>&1 || { fail+=("$p(build)"); continue; }
+    (cd "$W" && timeout "$TO" "${GPUOS[@]}" -- "./capi_$p" "$ROOT/testdata/kernels" > "$W/capi_$p.gpuos.out" 2>&1) && pass+=("$p") || fail+=("$p")
+done
+say "capi: ${#pass[@]} pass${fail[*]:+; FAIL: ${fail[*]}}"
+for p in "${fail[@]}"; do tail -2 "$W/capi_${p%%(*}.gpuos.out" 2> /dev/null | cutl | sed "s/^/   $p: /" >> "$S"; done
+if gcc -std=gnu11 -O2 -Iinclude bench/launch_bench.c -o "$W/launch_bench" -L"$CARRY" -lcuda > "$W/bench.build" 2>&1; then
+    nat=$(cd "$W" && LD_LIBRARY_PATH=$(dirname "${REAL:-/x}"):${LD_LIBRARY_PATH:-} timeout "$TO" ./launch_bench 100000 "$ROOT/testdata/kernels/bench.ptx" 2>&1 | tail -1)
+    shm=$(cd "$W" && timeout "$TO" "${GPUOS[@]}" -- ./launch_bench 100000 "$ROOT/testdata/kernels/bench.ptx" 2>&1 | tail -1)
+    say "native: $nat"
+    say "gpuos:  $shm"
+    n=$(sed -n -E 's/.*launches: ([0-9.]+) us.*/\1/p' <<< "$nat")
+    g=$(sed -n -E 's/.*launches: ([0-9.]+) us.*/\1/p' <<< "$shm")
+    say "ratio gpuos/native: $(awk -v g="$g" -v n="$n" 'BEGIN { if (n > 0) printf "%.2f", g / n; else print "?" }') (target <= 1.5)"
+fi
+say ""
+say "full logs: logs.tgz (trace-*.log gpuos traces, ref-*.log real-driver traces, *.seq call sequences, *.out/*.err, exporttables.*, serve.log, audit.jsonl)"
