@@ -2,6 +2,7 @@ package mem
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"testing"
 
@@ -9,24 +10,36 @@ import (
 )
 
 // FuzzOps runs an operation sequence decoded from the input on two tenants'
-// windows and checks, after every operation, the backing invariant, the
-// accounting (each tenant's usage is the sum of its live allocations'
-// charges), Resolve of every live allocation and aliasing through
-// attachments; at the end, that everything goes back to the device.
+// windows — with swapping on if the first byte says so — and checks, after
+// every operation, the backing invariant, the accounting (each tenant's usage
+// is the sum of its live allocations' charges), Resolve of every live
+// allocation and aliasing through attachments (across evictions); at the
+// end, that everything goes back to the device and to the host.
 func FuzzOps(f *testing.F) {
 	f.Add([]byte{0})
 	f.Add([]byte{1, 0, 0, 10, 0, 1, 200, 2, 0, 1, 5, 0, 0, 1, 0})
 	f.Add([]byte{2, 0, 0, 255, 0, 1, 255, 2, 0, 3, 1, 1, 0, 4, 0, 0, 5, 0, 0})
 	f.Add([]byte{3, 6, 0, 8, 0, 0, 40, 0, 1, 40, 0, 0, 40, 2, 1, 2, 7, 0, 0, 1, 2, 0, 4, 1, 0})
+	f.Add([]byte{0x10, 0, 1, 240, 0, 2, 240, 0, 3, 240, 8, 0, 0, 4, 0, 9, 8, 1, 0, 2, 0, 1, 4, 1, 7, 8, 2, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 || len(data) > 600 {
 			return
 		}
-		h := newHarness(t, 16<<20, Options{
+		opts := Options{
 			DeviceMemoryLimit: 6 << 20,
 			SinkChunk:         uint64(data[0]%4+1) * testGran,
 			PoolLimit:         uint64(data[0]/4%4) * testGran, // 0: the default
-		})
+		}
+		swapping := data[0]&0x10 != 0
+		if swapping {
+			opts.SwapLimit, opts.MinResidency = 256*testGran, -1
+		}
+		h := newHarness(t, 16<<20, opts)
+		resident := func(w *Window) {
+			if err := w.MakeResident(context.Background()); err != nil {
+				t.Fatalf("MakeResident: %v", err)
+			}
+		}
 		data = data[1:]
 		tenants := []*Tenant{h.m.Tenant("a"), h.m.Tenant("b")}
 		ws := []*Window{h.open(tenants[0]), h.open(tenants[1]), h.open(tenants[0])}
@@ -46,7 +59,7 @@ func FuzzOps(f *testing.F) {
 			}
 		}
 		for len(data) >= 3 {
-			op, x, y := data[0]%8, data[1], data[2]
+			op, x, y := data[0]%9, data[1], data[2]
 			data = data[3:]
 			switch op {
 			case 0: // alloc
@@ -110,11 +123,13 @@ func FuzzOps(f *testing.F) {
 					src = a.src
 				}
 				tag := []byte{y, x, 0x5a}
+				resident(a.Window())
 				if err := h.dev.write(a.Ptr(), tag); err != nil {
 					t.Fatalf("write: %v", err)
 				}
 				for _, b := range live {
 					if b.src == src && !b.Revoked() || b == src {
+						resident(b.Window()) // may evict a's chunk: the data goes with it
 						if got, err := h.dev.read(b.Ptr(), 3); err != nil || !bytes.Equal(got, tag) {
 							t.Fatalf("read through an alias: %v, %v", got, err)
 						}
@@ -126,6 +141,8 @@ func FuzzOps(f *testing.F) {
 				if err := h.m.Trim(); err != nil {
 					t.Fatal(err)
 				}
+			case 8: // make a window resident
+				resident(ws[int(x)%len(ws)])
 			case 7: // free everything of one window
 				w := ws[int(x)%len(ws)]
 				for _, a := range append([]*Allocation(nil), live...) {
@@ -165,7 +182,7 @@ func FuzzOps(f *testing.F) {
 		if err := h.m.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if c := h.dev.counts(); c.chunks != 0 || c.mappings != 0 || c.reservations != 0 {
+		if c := h.dev.counts(); c.chunks != 0 || c.mappings != 0 || c.reservations != 0 || c.host != 0 {
 			t.Fatalf("device after Close: %+v", c)
 		}
 	})
