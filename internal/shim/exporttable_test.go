@@ -111,6 +111,13 @@ func TestExportSlotStub(t *testing.T) {
 	if !strings.Contains(log.String(), "unimplemented slot 1 called") {
 		t.Errorf("log: %s", log.String())
 	}
+	t.Setenv("GPUOS_SHIM_STUB_SUCCESS", "f8cff951")
+	for i, tab := range ExportTables() {
+		got := d.ExportSlotStub(i, 2, [6]uint64{})
+		if want := tab.Name == "unknown_f8cff951" || tab.Fill == FillSuccess; (got == 0) != want {
+			t.Errorf("%s with GPUOS_SHIM_STUB_SUCCESS: stub returned %d", tab.Name, got)
+		}
+	}
 }
 
 func TestRefusedTableResult(t *testing.T) {

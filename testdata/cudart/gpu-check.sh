@@ -18,8 +18,9 @@
 #   2. the nvcc programs of testdata/cudart with the static runtime (and
 #      rt_vecadd with -cudart shared), natively and through gpuos with
 #      GPUOS_SHIM_TRACE=2; for a failure, the trace around the first failing
-#      call; for a failing static rt_vecadd, the same with the f8cff951 table
-#      refused (answered CUDA_ERROR_INVALID_VALUE, then CUDA_ERROR_NOT_FOUND);
+#      call; for a failing static rt_vecadd, again with the f8cff951 table
+#      refused (answered CUDA_ERROR_INVALID_VALUE, then CUDA_ERROR_NOT_FOUND)
+#      and with its unimplemented slots answering 0;
 #   3. rt_vecadd on the real driver under reftrace.sh (every call logged like
 #      gpuos's trace) and the first differences between the two call
 #      sequences; under CARRY/trace-libcuda.sh too, if there;
@@ -153,12 +154,15 @@ if command -v nvcc > /dev/null; then
         [ "$p" = rt_managed ] && grep -h "managed memory" "$W"/rt_managed.*.err | sed 's/^/   /' >> "$S"
     done
     if [ -x "$W/rt_vecadd" ] && ! cmp -s "$W/rt_vecadd.native.out" "$W/rt_vecadd.gpuos.out"; then
-        for v in "INVALID_VALUE:" "NOT_FOUND:CUDA_ERROR_NOT_FOUND"; do
-            tag=${v%%:*} res=${v#*:}
-            (cd "$W" && GPUOS_SHIM_DENY_TABLES=f8cff951 GPUOS_SHIM_DENY_RESULT=$res GPUOS_SHIM_TRACE=2 GPUOS_SHIM_LOG=$W/trace-rt_vecadd-deny-$tag.log \
-                timeout "$TO" "${GPUOS[@]}" -- ./rt_vecadd > "$W/rt_vecadd-deny-$tag.out" 2> "$W/rt_vecadd-deny-$tag.err"); rg=$?
-            say "   rt_vecadd with f8cff951 refused ($tag): exit $rg; $(grep -v '^gpuos-shim' "$W/rt_vecadd-deny-$tag.err" | grep -m1 -E 'FAIL|PASS' | cutl 160)$(grep -q 'PASS rt_vecadd' "$W/rt_vecadd-deny-$tag.out" && echo 'PASS rt_vecadd')"
-            [ $rg -ne 0 ] && grep -n -E 'T[0-9]+ +cu.*= CUDA_ERROR_' "$W/trace-rt_vecadd-deny-$tag.log" | grep -v -E 'cuGetProcAddress|cuGetExportTable' | head -1 | sed 's/gpuos-shim: //' | cutl | sed 's/^/     first failing call: /' >> "$S"
+        # The f8cff951 table refused (two answers), or its stub slots answering 0.
+        for v in "refused-INVALID_VALUE:GPUOS_SHIM_DENY_TABLES=f8cff951" \
+            "refused-NOT_FOUND:GPUOS_SHIM_DENY_TABLES=f8cff951 GPUOS_SHIM_DENY_RESULT=CUDA_ERROR_NOT_FOUND" \
+            "stubs-answer-0:GPUOS_SHIM_STUB_SUCCESS=f8cff951"; do
+            tag=${v%%:*}
+            (cd "$W" && env ${v#*:} GPUOS_SHIM_TRACE=2 GPUOS_SHIM_LOG=$W/trace-rt_vecadd-$tag.log \
+                timeout "$TO" "${GPUOS[@]}" -- ./rt_vecadd > "$W/rt_vecadd-$tag.out" 2> "$W/rt_vecadd-$tag.err"); rg=$?
+            say "   rt_vecadd, f8cff951 $tag: exit $rg; $(grep -v '^gpuos-shim' "$W/rt_vecadd-$tag.err" | grep -m1 -E 'FAIL|PASS' | cutl 150)$(grep -q 'PASS rt_vecadd' "$W/rt_vecadd-$tag.out" && echo 'PASS rt_vecadd')"
+            [ $rg -ne 0 ] && grep -v cuGetProcAddress "$W/trace-rt_vecadd-$tag.log" | grep -m1 -E 'T[0-9]+ +cu.*= CUDA_ERROR_|slot .* = CUDA_ERROR_' | sed 's/gpuos-shim: //' | cutl | sed 's/^/     first failing call: /' >> "$S"
         done
     fi
 else
