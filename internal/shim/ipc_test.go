@@ -2,6 +2,7 @@ package shim
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"github.com/gpuos/gpuos/client"
@@ -101,4 +102,28 @@ func TestIpcAcrossTenants(t *testing.T) {
 	must(t, "MemAlloc small", r)
 	_, r = a.IpcGetMemHandle(th, small)
 	want(t, "IpcGetMemHandle of a sub-allocated buffer", r, cu.CUDA_ERROR_NOT_SUPPORTED)
+}
+
+// FuzzIpcHandle: any 64 bytes a process is handed parse without panicking,
+// and what parses is what makeIpcHandle would have made.
+func FuzzIpcHandle(f *testing.F) {
+	h := makeIpcHandle([16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, 4<<20, 1)
+	f.Add(h[:])
+	f.Add(make([]byte, 64))
+	f.Add([]byte("gpuosIPC"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var h IpcHandle
+		copy(h[:], b)
+		token, ordinal, ok := h.parse()
+		if !ok {
+			if bytes.HasPrefix(h[:], ipcMagic[:]) {
+				t.Fatal("a handle with gpuos's magic did not parse")
+			}
+			return
+		}
+		again := makeIpcHandle(token, binary.LittleEndian.Uint64(h[ipcSizeAt:]), ordinal)
+		if !bytes.Equal(again[:ipcDeviceAt+4], h[:ipcDeviceAt+4]) {
+			t.Fatalf("parse/make round trip differs: %x vs %x", again, h)
+		}
+	})
 }
