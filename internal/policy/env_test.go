@@ -11,6 +11,7 @@ type fakeEnv struct {
 	queued  []int
 	usage   []int64
 	now     time.Duration
+	classes []int
 }
 
 func newFakeEnv(names ...string) *fakeEnv {
@@ -34,7 +35,12 @@ func (e *fakeEnv) TenantName(t uint32) string {
 	}
 	return ""
 }
-func (e *fakeEnv) Class(t uint32) int { return 0 }
+func (e *fakeEnv) Class(t uint32) int {
+	if int(t) < len(e.classes) {
+		return e.classes[t]
+	}
+	return 0
+}
 func (e *fakeEnv) Weight(t, _ uint32) int64 {
 	if e.ok(t) {
 		return e.weights[t]

@@ -63,7 +63,6 @@ type Instance struct {
 	gone     bool
 }
 
-
 // Instantiate starts a new instance of the module and initializes it:
 // the reactor's _initialize, the ABI version check, the exchange area, and
 // the module's gpuos_init if it exports one (with no Env: the tenant host
