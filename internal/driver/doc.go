@@ -17,7 +17,19 @@
 // closed and the process exits, every session's connection breaks (clients see
 // DeviceLost), and the manager starts a fresh driver.
 //
+// Memory (memory.go, shm.go): the memory manager quiesces a session by
+// holding its scheduler queue (mem.Options.Quiesce: nothing more of the
+// session is issued once its in-flight work completed); an evicted session's
+// queue stays held until its pager (one goroutine per session that has work
+// waiting) makes its window resident again. Evictions and swap-ins are
+// audited (mem.evict, mem.swap-in, mem.resident) and counted per tenant in
+// SessionStat. Shared memory segments live in a window of their owner
+// tenant that belongs to no session.
+//
 // Lock order: Driver.mu, then Session.mu. Neither is held while calling the
 // backend, the scheduler, the memory manager or cap (whose cleanups call back
-// into sessions).
+// into sessions). The memory manager's callbacks (Quiesce under a window's
+// lock, OnSwap under its eviction lock) take only the scheduler's lock and
+// the hooks' own sync.Map. The shm registry's lock is taken after the
+// session's and before the memory manager's, and never held while revoking.
 package driver
