@@ -102,6 +102,9 @@ func (p *policies) ejectedPolicy(name, role string, err error) {
 		return
 	}
 	p.release(d, name, lp)
+	if role == "memory" { // the scheduler audits its own ejections
+		p.audit(audit.Event{Kind: audit.KindPolicyEject, Detail: map[string]any{"policy": name, "hook": role}}.WithError(err))
+	}
 	p.audit(audit.Event{Kind: audit.KindPolicyUnload, Detail: map[string]any{"policy": name, "reason": "ejected", "hook": role}}.WithError(err))
 }
 
