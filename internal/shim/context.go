@@ -75,6 +75,7 @@ func (th *thread) top() *ctxObj {
 func (d *Driver) current(t Thread) (*ctxObj, Result) {
 	c, r := d.currentInfo(t)
 	if r == cu.CUDA_SUCCESS && c.inactive.Load() {
+		d.log.Once("inactive-primary", "work in device %d's primary context while it is not retained: CUDA_ERROR_CONTEXT_IS_DESTROYED (reported once)", c.dev.ordinal)
 		return nil, cu.CUDA_ERROR_CONTEXT_IS_DESTROYED
 	}
 	return c, r
