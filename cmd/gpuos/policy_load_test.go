@@ -117,8 +117,23 @@ func TestPolicyLoadUseMapsUnload(t *testing.T) {
 		}
 	}
 
+	// A memory policy replaces the victim choice; lru brings the built-in back.
+	if code, out := runCmd(t, "policy", "load", file("inorder.wasm", pt.InOrder()), "--socket", sock); code != 0 ||
+		!strings.Contains(out, "pressure") {
+		t.Fatalf("load inorder: %d\n%s", code, out)
+	}
+	if code, out := runCmd(t, "policy", "use", "inorder", "--socket", sock); code != 0 {
+		t.Fatalf("use inorder: %d\n%s", code, out)
+	}
+	if code, out := runCmd(t, "policy", "list", "--socket", sock); code != 0 || !strings.Contains(out, "memory, in use: WebAssembly") {
+		t.Errorf("policy list with a memory policy in use: %d\n%s", code, out)
+	}
+	work(t, sock)
 	if code, out := runCmd(t, "policy", "use", "lru", "--socket", sock); code != 0 {
 		t.Errorf("use lru: %d\n%s", code, out)
+	}
+	if code, out := runCmd(t, "policy", "list", "--socket", sock); code != 0 || !strings.Contains(out, "memory, in use: evict") {
+		t.Errorf("policy list after use lru: %d\n%s", code, out)
 	}
 	if code, out := runCmd(t, "policy", "unload", "first", "--socket", sock); code != 0 {
 		t.Errorf("unload first: %d\n%s", code, out)

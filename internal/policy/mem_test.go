@@ -75,6 +75,18 @@ func TestVictimExample(t *testing.T) {
 	}
 }
 
+// A hand-built memory policy answers through the exchange area.
+func TestInOrderGuest(t *testing.T) {
+	s := NewMemorySwitch(MemoryOptions{})
+	if err := s.Use(instance(t, compile(t, "inorder", pt.InOrder(), patient))); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ChooseVictims(mem.Pressure{Need: 1}, memCands())
+	if err != nil || !equalInts(got, []int{0, 1, 2, 3, 4}) {
+		t.Errorf("ChooseVictims = %v, %v; want every candidate in order", got, err)
+	}
+}
+
 // A memory policy that fails is ejected: the failing decision returns an
 // error (the memory manager makes it with the built-in), later ones are
 // the built-in's, and OnEject is told.

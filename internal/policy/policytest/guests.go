@@ -130,3 +130,24 @@ func Counter() []byte {
 	)
 	return m.Bytes()
 }
+
+// InOrder is a memory policy: on_pressure names every candidate, in the
+// order offered (least recently used first).
+func InOrder() []byte {
+	m := Base(1)
+	// locals: 7 params, then i (7)
+	m.Funcs = append(m.Funcs, Func{
+		Params: []byte{I64, I32, I64, I32, I32, I32, I32}, Results: []byte{I32}, Locals: []byte{I32},
+		Export: "gpuos_on_pressure",
+		Code: Code(
+			Block, Loop,
+			LocalGet(7), LocalGet(5), I32GeU, BrIf(1), // i >= n: done
+			LocalGet(6), LocalGet(7), I32Const(2), I32Shl, I32Add, // out + 4*i
+			LocalGet(7), I32Store(0), // = i
+			LocalGet(7), I32Const(1), I32Add, LocalSet(7),
+			Br(0), End, End,
+			LocalGet(5),
+		),
+	})
+	return m.Bytes()
+}
