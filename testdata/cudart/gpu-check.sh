@@ -24,13 +24,15 @@
 #   3. rt_vecadd on the real driver under reftrace.sh (every call logged like
 #      gpuos's trace) and the first differences between the two call
 #      sequences; under CARRY/trace-libcuda.sh too, if there;
-#   4. the CuPy scripts natively and through gpuos with CUPY_COMPILE_WITH_PTX=1
+#   4. the C API programs of testdata/capi and the launch benchmark;
+#   5. the CuPy scripts natively and through gpuos with CUPY_COMPILE_WITH_PTX=1
 #      as the guarded tenant; those that fail again as the trusted tenant of
 #      testdata/cupy/gpuos-cupy.yaml, with the SASS modules the audit log shows
-#      refused added to trusted_modules (up to three rounds);
-#   5. the C API programs of testdata/capi and the launch benchmark.
+#      refused added to trusted_modules (up to three rounds).
 # Environment: REAL_LIBCUDA (the NVIDIA libcuda.so.1, default from ldconfig),
-# GPUOS_BACKEND (default cuda), TIMEOUT (per program, default 180 s).
+# GPUOS_BACKEND (default cuda), TIMEOUT (per program, default 120 s), BUDGET
+# (seconds the whole run should stay under, default 540). summary.txt is
+# written as the run goes, so it survives a run that is cut off.
 set -u
 CARRY=$(readlink -f "${1:?usage: gpu-check.sh CARRY OUT}")
 OUT=$(readlink -f "${2:?usage: gpu-check.sh CARRY OUT}")
@@ -39,7 +41,8 @@ mkdir -p "$OUT"
 W=$(mktemp -d /tmp/gpu-check.XXXXXX)
 S=$OUT/summary.txt
 : > "$S"
-TO=${TIMEOUT:-180}
+TO=${TIMEOUT:-120}
+BUDGET=${BUDGET:-540}
 say() { printf '%s\n' "$*" >> "$S"; }
 cutl() { cut -c1-"${1:-220}"; }
 [ -x "$CARRY/gpuos" ] && [ -e "$CARRY/libcuda.so.1" ] || { echo "gpu-check: $CARRY lacks gpuos or libcuda.so.1" >&2; exit 1; }
@@ -72,7 +75,9 @@ serve() { # [CONFIG]
 }
 finish() {
     [ -n "$SERVE" ] && { kill "$SERVE" 2> /dev/null; wait "$SERVE" 2> /dev/null; }
-    tar czf "$OUT/logs.tgz" -C "$W" --exclude=cupy-cache --exclude=ref/reftrace.c . 2> /dev/null
+    (cd "$W" && find . -maxdepth 1 -type f \( -name '*.log' -o -name '*.out' -o -name '*.err' -o -name '*.seq' -o -name '*.build' \
+        -o -name '*.yaml' -o -name '*.jsonl' -o -name 'exporttables.*' \) ! -name 'exporttables' -print0 |
+        tar czf "$OUT/logs.tgz" --null -T - 2> /dev/null)
     for f in trace-rt_vecadd.log ref-rt_vecadd.log; do [ -f "$W/$f" ] && cp "$W/$f" "$OUT/"; done
     cat "$W"/exporttables.tables "$W"/exporttables.calls > "$OUT/exporttables.txt" 2> /dev/null
     cat "$S"
@@ -211,43 +216,9 @@ if [ -f "$CARRY/trace-libcuda.sh" ] && [ -x "$W/rt_vecadd" ]; then
     say "   trace-libcuda.sh: $(grep -c '^gpa' "$W/lookups-rt_vecadd.log" 2> /dev/null) lookups, tables: $(grep -o '^export [0-9a-f]\{8\}[^ ]* r=[0-9]* firstword=[0-9]*' "$W/lookups-rt_vecadd.log" 2> /dev/null | sed 's/^export //' | tr '\n' ' ')"
 fi
 
-# ---- 4. CuPy --------------------------------------------------------------------
+# ---- 4. C API programs and the launch benchmark ----------------------------------
 say ""
-say "== 4. CuPy scripts (testdata/cupy), CUPY_COMPILE_WITH_PTX=1, natively and through gpuos"
-if python3 -c 'import cupy' 2> /dev/null; then
-    export PYTHONPATH=$ROOT/testdata/cupy${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-    export CUPY_COMPILE_WITH_PTX=1 CUPY_CACHE_DIR=$W/cupy-cache
-    failed=()
-    for s in elementwise reduction matmul; do
-        compare "cupy_$s" "$ROOT/testdata/cupy" python3 "$s.py" || failed+=("$s")
-    done
-    if [ ${#failed[@]} -gt 0 ]; then
-        say "-- again as tenant cupy-trusted (testdata/cupy/gpuos-cupy.yaml), learning the refused SASS modules' hashes from the audit log"
-        cfg=$W/gpuos-cupy.yaml
-        cp testdata/cupy/gpuos-cupy.yaml "$cfg"
-        for round in 1 2 3; do
-            : > "$AUDIT"
-            serve "$cfg" || break
-            still=()
-            for s in "${failed[@]}"; do
-                TENANT=cupy-trusted compare "cupy_${s}_trusted$round" "$ROOT/testdata/cupy" python3 "$s.py" || still+=("$s")
-            done
-            new=$(grep -o '"sha256":"[0-9a-f]\{64\}"' "$AUDIT" | cut -d'"' -f4 | sort -u | grep -v -x -F -f <(grep -o '[0-9a-f]\{64\}' "$cfg") || true)
-            failed=("${still[@]}")
-            say "   round $round: ${#still[@]} failing, $(printf '%s\n' $new | grep -c .) module(s) refused for the first time"
-            [ ${#still[@]} -eq 0 ] || [ -z "$new" ] && break
-            printf '  - %s\n' $new >> "$cfg"
-        done
-        say "   trusted_modules learned: $(grep -c '^  - ' "$cfg") (gpuos-cupy.yaml in logs.tgz)"
-        serve || true
-    fi
-else
-    say "SKIP 4: python3 cannot import cupy"
-fi
-
-# ---- 5. C API programs and the launch benchmark -------------------------------------
-say ""
-say "== 5. C API programs (testdata/capi) through gpuos, and the launch benchmark"
+say "== 4. C API programs (testdata/capi) through gpuos, and the launch benchmark"
 pass=() fail=()
 for p in vecadd reduce streams memcpy memset library pointers context errors leak; do
     gcc -std=gnu11 -O1 -Iinclude "testdata/capi/$p.c" -o "$W/capi_$p" -L"$CARRY" -lcuda -lpthread > "$W/capi_$p.build" 2>&1 || { fail+=("$p(build)"); continue; }
@@ -264,5 +235,41 @@ if gcc -std=gnu11 -O2 -Iinclude bench/launch_bench.c -o "$W/launch_bench" -L"$CA
     g=$(sed -n -E 's/.*launches: ([0-9.]+) us.*/\1/p' <<< "$shm")
     say "ratio gpuos/native: $(awk -v g="$g" -v n="$n" 'BEGIN { if (n > 0) printf "%.2f", g / n; else print "?" }') (target <= 1.5)"
 fi
+# ---- 5. CuPy (last: the slowest; cut short near BUDGET seconds) -----------------
+say ""
+say "== 5. CuPy scripts (testdata/cupy), CUPY_COMPILE_WITH_PTX=1, natively and through gpuos"
+if python3 -c 'import cupy' 2> /dev/null; then
+    export PYTHONPATH=$ROOT/testdata/cupy${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+    export CUPY_COMPILE_WITH_PTX=1 CUPY_CACHE_DIR=$W/cupy-cache
+    failed=()
+    for s in elementwise reduction matmul; do
+        [ $SECONDS -lt $((BUDGET - 60)) ] || { say "SKIP cupy_$s: the run is near its budget of $BUDGET s"; continue; }
+        compare "cupy_$s" "$ROOT/testdata/cupy" python3 "$s.py" || failed+=("$s")
+    done
+    if [ ${#failed[@]} -gt 0 ]; then
+        say "-- again as tenant cupy-trusted (testdata/cupy/gpuos-cupy.yaml), learning the refused SASS modules' hashes from the audit log"
+        cfg=$W/gpuos-cupy.yaml
+        cp testdata/cupy/gpuos-cupy.yaml "$cfg"
+        for round in 1 2 3; do
+            [ $SECONDS -lt $((BUDGET - 120)) ] || { say "   stopped: the run is near its budget of $BUDGET s"; break; }
+            : > "$AUDIT"
+            serve "$cfg" || break
+            still=()
+            for s in "${failed[@]}"; do
+                TENANT=cupy-trusted compare "cupy_${s}_trusted$round" "$ROOT/testdata/cupy" python3 "$s.py" || still+=("$s")
+            done
+            new=$(grep -o '"sha256":"[0-9a-f]\{64\}"' "$AUDIT" | cut -d'"' -f4 | sort -u | grep -v -x -F -f <(grep -o '[0-9a-f]\{64\}' "$cfg") || true)
+            failed=("${still[@]}")
+            say "   round $round: ${#still[@]} failing, $(printf '%s\n' $new | grep -c .) module(s) refused for the first time"
+            [ ${#still[@]} -eq 0 ] || [ -z "$new" ] && break
+            printf '  - %s\n' $new >> "$cfg"
+        done
+        say "   trusted_modules learned: $(grep -c '^  - ' "$cfg") (gpuos-cupy.yaml in logs.tgz)"
+        serve || true
+    fi
+else
+    say "SKIP 5: python3 cannot import cupy"
+fi
+
 say ""
 say "full logs: logs.tgz (trace-*.log gpuos traces, ref-*.log real-driver traces, *.seq call sequences, *.out/*.err, exporttables.*, serve.log, audit.jsonl)"
