@@ -11,7 +11,9 @@
 # Usage: bench/mem/run.sh [BIN]   (from the repository root)
 # Environment (for trying it on the software GPU): BACKEND (cuda), DEVMEM
 # (16GiB), EACH (8GiB), BUFFER (1GiB), PASSES (4), PIPE (256MiB), COPY
-# (256MiB), OUT (/tmp/membench).
+# (256MiB), SIMMEM (the software GPU's memory), OUT (where logs, the audit
+# log and results.jsonl go: $OUT if set, as the device tool sets it, else
+# /tmp/membench).
 set -u
 BIN=${1:-.carry/bench-mem}
 BACKEND=${BACKEND:-cuda}
@@ -23,7 +25,7 @@ PIPE=${PIPE:-256MiB}
 COPY=${COPY:-256MiB}
 OUT=${OUT:-/tmp/membench}
 SIMMEM=${SIMMEM:-}
-rm -rf "$OUT" && mkdir -p "$OUT"
+mkdir -p "$OUT" && rm -f "$OUT"/serve-*.log "$OUT"/audit.jsonl "$OUT"/results.jsonl "$OUT"/*.log
 SOCK=$OUT/gpuos.sock
 AUDIT=$OUT/audit.jsonl
 RESULTS=$OUT/results.jsonl
