@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpuos/gpuos/internal/mem"
 )
@@ -22,6 +23,7 @@ type MemorySwitch struct {
 	inst  *Instance
 	why   string // why the last policy was ejected
 	cands []Candidate
+	cur   atomic.Pointer[Instance] // inst, for Interrupt (which must not wait for mu)
 }
 
 // MemoryOptions configure a MemorySwitch.
@@ -49,6 +51,7 @@ func (s *MemorySwitch) Use(i *Instance) error {
 	}
 	s.mu.Lock()
 	s.inst, s.why = i, ""
+	s.cur.Store(i)
 	s.mu.Unlock()
 	return nil
 }
@@ -60,6 +63,7 @@ func (s *MemorySwitch) Clear() *Instance {
 	defer s.mu.Unlock()
 	i := s.inst
 	s.inst = nil
+	s.cur.Store(nil)
 	return i
 }
 
@@ -74,12 +78,10 @@ func (s *MemorySwitch) Active() (name, ejected string) {
 	return name, s.why
 }
 
-// Interrupt stops a memory hook in progress.
+// Interrupt stops a memory hook in progress (the instance's own deadline
+// does too; this is for a caller with a shorter one).
 func (s *MemorySwitch) Interrupt() {
-	s.mu.Lock()
-	i := s.inst
-	s.mu.Unlock()
-	if i != nil {
+	if i := s.cur.Load(); i != nil {
 		i.Interrupt()
 	}
 }
@@ -99,6 +101,7 @@ func (s *MemorySwitch) eject(i *Instance, err error) {
 		return
 	}
 	s.inst, s.why = nil, err.Error()
+	s.cur.Store(nil)
 	if s.opts.OnEject != nil {
 		go s.opts.OnEject(i.m.name, err)
 	}

@@ -166,3 +166,33 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
+
+// Interrupt stops a memory hook in progress without waiting for it.
+func TestMemorySwitchInterrupt(t *testing.T) {
+	spin := pt.Base(1)
+	spin.Funcs = append(spin.Funcs, pt.Func{
+		Params: []byte{pt.I64, pt.I32, pt.I64, pt.I32, pt.I32, pt.I32, pt.I32}, Results: []byte{pt.I32},
+		Export: "gpuos_on_pressure", Code: pt.Code(pt.Loop, pt.Br(0), pt.End, pt.I32Const(0)),
+	})
+	s := NewMemorySwitch(MemoryOptions{})
+	if err := s.Use(instance(t, compile(t, "spin", spin.Bytes(), patient))); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				s.Interrupt()
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	_, err := s.ChooseVictims(mem.Pressure{Need: 1}, memCands())
+	close(done)
+	if !errors.Is(err, ErrDeadline) {
+		t.Errorf("ChooseVictims = %v, want ErrDeadline", err)
+	}
+}
