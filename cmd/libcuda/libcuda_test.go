@@ -86,6 +86,7 @@ var programs = []program{
 		"module globals", "library globals and kernel enumeration"}},
 	{"pointers", []string{"device pointer: type, context", "cuMemGetAddressRange of an interior pointer", "unknown address"}},
 	{"context", []string{"context stack", "per-thread current context", "context-local storage", "integrity check"}},
+	{"ipc", []string{"child read the parent's", "parent reads what the child wrote"}},
 	{"errors", []string{
 		"cuModuleGetFunction(&f, mod, \"no_such_kernel\") = CUDA_ERROR_NOT_FOUND",
 		"cuMemAlloc(&d, (size_t)1 << 50) = CUDA_ERROR_OUT_OF_MEMORY",
@@ -307,7 +308,7 @@ func TestStubsAreTheRest(t *testing.T) {
 			t.Errorf("%s is a stub", must)
 		}
 	}
-	for _, stub := range []string{"cuGraphCreate", "cuArrayCreate_v2", "cuMemAllocAsync", "cuIpcGetMemHandle"} {
+	for _, stub := range []string{"cuGraphCreate", "cuArrayCreate_v2", "cuMemAllocAsync", "cuIpcGetEventHandle"} {
 		if !stubs[stub] {
 			t.Errorf("%s is not a stub", stub)
 		}

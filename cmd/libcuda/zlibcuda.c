@@ -218,12 +218,8 @@ static int stub_cuGreenCtxStreamCreate(void) { return stub(271, 801); }
 static int stub_cuGreenCtxWaitEvent(void) { return stub(272, 801); }
 static int stub_cuImportExternalMemory(void) { return stub(273, 801); }
 static int stub_cuImportExternalSemaphore(void) { return stub(274, 801); }
-static int stub_cuIpcCloseMemHandle(void) { return stub(276, 801); }
 static int stub_cuIpcGetEventHandle(void) { return stub(277, 801); }
-static int stub_cuIpcGetMemHandle(void) { return stub(278, 801); }
 static int stub_cuIpcOpenEventHandle(void) { return stub(279, 801); }
-static int stub_cuIpcOpenMemHandle(void) { return stub(280, 801); }
-static int stub_cuIpcOpenMemHandle_v2(void) { return stub(281, 801); }
 static int stub_cuLaunch(void) { return stub(289, 801); }
 static int stub_cuLaunchCooperativeKernel(void) { return stub(290, 801); }
 static int stub_cuLaunchCooperativeKernelMultiDevice(void) { return stub(291, 801); }
@@ -484,7 +480,7 @@ static int stub_cudbgMain(void) { return stub(679, 0); }
 static int stub_cudbgReportDriverApiError(void) { return stub(680, 0); }
 static int stub_cudbgReportDriverInternalError(void) { return stub(681, 0); }
 
-/* The implementation of each entry point: 216 in Go, 466 stubs. */
+/* The implementation of each entry point: 220 in Go, 462 stubs. */
 
 GPUOS_HIDDEN void *const gpuos_impl[682] = {
     (void *)stub_cuArray3DCreate,
@@ -763,12 +759,12 @@ GPUOS_HIDDEN void *const gpuos_impl[682] = {
     (void *)stub_cuImportExternalMemory,
     (void *)stub_cuImportExternalSemaphore,
     (void *)gpuos_cuInit,
-    (void *)stub_cuIpcCloseMemHandle,
+    (void *)gpuos_cuIpcCloseMemHandle,
     (void *)stub_cuIpcGetEventHandle,
-    (void *)stub_cuIpcGetMemHandle,
+    (void *)gpuos_cuIpcGetMemHandle,
     (void *)stub_cuIpcOpenEventHandle,
-    (void *)stub_cuIpcOpenMemHandle,
-    (void *)stub_cuIpcOpenMemHandle_v2,
+    (void *)gpuos_cuIpcOpenMemHandle,
+    (void *)gpuos_cuIpcOpenMemHandle_v2,
     (void *)gpuos_cuKernelGetAttribute,
     (void *)gpuos_cuKernelGetFunction,
     (void *)gpuos_cuKernelGetLibrary,
@@ -1448,12 +1444,12 @@ GPUOS_HIDDEN void *gpuos_entry[682] = {
     (void *)stub_cuImportExternalMemory,
     (void *)stub_cuImportExternalSemaphore,
     (void *)gpuos_cuInit,
-    (void *)stub_cuIpcCloseMemHandle,
+    (void *)gpuos_cuIpcCloseMemHandle,
     (void *)stub_cuIpcGetEventHandle,
-    (void *)stub_cuIpcGetMemHandle,
+    (void *)gpuos_cuIpcGetMemHandle,
     (void *)stub_cuIpcOpenEventHandle,
-    (void *)stub_cuIpcOpenMemHandle,
-    (void *)stub_cuIpcOpenMemHandle_v2,
+    (void *)gpuos_cuIpcOpenMemHandle,
+    (void *)gpuos_cuIpcOpenMemHandle_v2,
     (void *)gpuos_cuKernelGetAttribute,
     (void *)gpuos_cuKernelGetFunction,
     (void *)gpuos_cuKernelGetLibrary,
