@@ -130,6 +130,14 @@
 // is ErrOutOfMemory. Freeing an evicted allocation, or closing its window,
 // drops its host copy. Options.OnSwap reports every move (audit, counters).
 //
+// An empty slab (the one a window keeps for reuse) is released rather than
+// evicted, and an evicted slab that becomes empty is dropped with its host
+// copy. When the device itself refuses a chunk the accounting thought would
+// fit (memory gpuos does not manage: module variables, other processes), the
+// manager evicts all the same and tries again. OnSwap also reports each
+// MakeResident pass (Resident: bytes in, bytes evicted for it, its time, the
+// device time of its copies) for the audit log and the benchmarks.
+//
 // There is no on-device swap area: evicted data goes straight to host memory.
 //
 // # Concurrency and lock order
