@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -435,6 +436,34 @@ func TestDriverKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	prog, err := s.LoadProgram(c, mustRead(t, "../../testdata/kernels/vecadd.ptx"), "vecadd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := prog.Kernel(c, "vecadd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Mid-stream: the client keeps launching and synchronizing while the
+	// driver is killed; the first error it sees must be DeviceLost.
+	streamErr := make(chan error, 1)
+	var rounds atomic.Int64
+	go func() {
+		for {
+			if err := s.Launch(k, client.LaunchConfig{Grid: client.Dim3{X: 4}, Block: client.Dim3{X: 256}}, buf, buf, buf, int32(1000)); err != nil {
+				streamErr <- err
+				return
+			}
+			if err := s.Synchronize(c); err != nil {
+				streamErr <- err
+				return
+			}
+			rounds.Add(1)
+		}
+	}()
+	for rounds.Load() < 10 {
+		time.Sleep(time.Millisecond)
+	}
 	pid := env.Manager.Drivers()[0]
 	if pid == 0 {
 		t.Fatal("no driver running")
@@ -443,8 +472,12 @@ func TestDriverKilled(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	err = <-streamErr
+	t.Logf("the streaming client saw %q %v after the driver was killed (after %d launch+sync rounds)", err, time.Since(killed), rounds.Load())
+	if !errors.Is(err, client.ErrDeviceLost) {
+		t.Errorf("mid-stream error after the driver died: %v, want ErrDeviceLost", err)
+	}
 	<-s.Done()
-	t.Logf("session ended %v after the driver was killed", time.Since(killed))
 	if err := buf.Write(c, 0, []byte{1}); !errors.Is(err, client.ErrDeviceLost) {
 		t.Errorf("call after the driver died: %v, want ErrDeviceLost", err)
 	}
