@@ -116,7 +116,7 @@ func TestHostMemoryAttacks(t *testing.T) {
 	var quota error
 	for range 8 {
 		var r v1.HostMapped
-		fds, err := s.CallFDs(c, &v1.MapHost{Bytes: 4 << 30}, &r, nil)
+		fds, err := s.CallFDs(c, &v1.MapHost{Bytes: 1 << 30}, &r, nil)
 		if err != nil {
 			quota = err
 			break
@@ -124,7 +124,7 @@ func TestHostMemoryAttacks(t *testing.T) {
 		syscall.Close(fds[0])
 	}
 	if !errors.Is(quota, v1.ErrQuotaExceeded) {
-		t.Errorf("mapping 32 GiB: %v, want QuotaExceeded", quota)
+		t.Errorf("mapping 8 GiB: %v, want QuotaExceeded", quota)
 	}
 	if err := s.Call(c, &v1.UnmapHost{Handle: hm.Handle}, nil); err != nil {
 		t.Fatal(err)

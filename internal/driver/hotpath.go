@@ -41,9 +41,11 @@ const (
 	maxStaging = 256 << 20
 
 	// maxHostMap and maxHostMapped bound host memory shared with a session
-	// (MapHost): one mapping, and all of the session's together.
-	maxHostMap    = 4 << 30
-	maxHostMapped = 16 << 30
+	// (MapHost): one mapping, and all of the session's together. Page-locked
+	// host memory is real memory taken from the machine; until the ledger
+	// counts it per tenant, a session may lock this much.
+	maxHostMap    = 2 << 30
+	maxHostMapped = 4 << 30
 	hostHandleBit = 1 << 62 // marks host memory handles, apart from the table's
 )
 
