@@ -682,6 +682,7 @@ type fnCompiler struct {
 	sregs  map[sreg]int32
 	fixups []fixup
 	line   int
+	opcode string // of the instruction being compiled
 	guard  int32
 	gneg   uint8
 	cc     int32 // the carry flag's slot, -1 until used
@@ -801,7 +802,7 @@ func (fc *fnCompiler) block(b *ptx.Block, nested bool) error {
 			}
 			fc.scope.labels[s.Name] = int32(len(fc.fn.code))
 		case *ptx.Instruction:
-			fc.line = s.Line
+			fc.line, fc.opcode = s.Line, s.Opcode
 			if err := fc.instruction(s); err != nil {
 				return err
 			}
@@ -905,6 +906,10 @@ func (fc *fnCompiler) reg(name string) (int32, error) {
 		return 0, invalid(fc.line, "%s is not a register", name)
 	}
 	if s, ok := sregNames[name]; ok {
+		if fc.opcode != "" && fc.opcode != "mov" {
+			// As ptxas: "Special register argument not allowed for instruction".
+			return 0, invalid(fc.line, "special register %s is read only by mov, not by %s", name, fc.opcode)
+		}
 		if s.dynamic() {
 			d := fc.newSlot()
 			fc.emit(inst{op: opSreg, d: d, kind: uint8(s)})

@@ -2,11 +2,14 @@ package interp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/gpuos/gpuos/internal/ptx"
 )
 
 // Have/want tests, one or more per supported instruction: each case is a
@@ -584,7 +587,6 @@ func TestMoves(t *testing.T) {
 		{"mov.b64 unpack to sink", "mov.b64 {_, %r2}, %rd1;", kv{"%rd1": 0x2222222211111111}, kv{"%r2": 0x22222222}},
 		{"mov special registers", "mov.u32 %r1, %tid.x;\nmov.u32 %r2, %ntid.x;\nmov.u32 %r3, %laneid;\nmov.u32 %r4, %warpid;\nmov.u32 %r5, %nctaid.y;\nmov.u32 %r6, %lanemask_lt;\nmov.u32 %r7, %lanemask_ge;\nmov.u32 %r8, %smid;",
 			nil, kv{"%r1": 0, "%r2": 1, "%r3": 0, "%r4": 0, "%r5": 1, "%r6": 0, "%r7": 0xffffffff, "%r8": 0}},
-		{"special register as an operand", "add.u32 %r1, %tid.x, 5;", nil, kv{"%r1": 5}},
 		{"WARP_SZ", "mov.u32 %r1, WARP_SZ;", nil, kv{"%r1": 32}},
 		{"predicated off", "mov.u32 %r1, 1;\n@%p1 mov.u32 %r1, 2;", kv{"%p1": 0}, kv{"%r1": 1}},
 		{"predicated on", "mov.u32 %r1, 1;\n@%p1 mov.u32 %r1, 2;", kv{"%p1": 1}, kv{"%r1": 2}},
@@ -722,5 +724,27 @@ func TestMemoryInstructions(t *testing.T) {
 	}
 	if a := k.Attributes(); a.StaticShared != 64 || a.LocalPerThread != 32 || a.PTXVersion != 90 || a.MaxThreadsPerBlock != 1024 {
 		t.Errorf("attributes %+v", a)
+	}
+}
+
+// ptxas reads special registers only through mov ("Special register argument
+// not allowed for instruction 'add'", seen on the H100): the interpreter
+// refuses the same PTX at load, so such code is caught in CI.
+func TestSpecialRegisterOnlyThroughMov(t *testing.T) {
+	src := `.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+	.reg .b32 %r<2>;
+	add.u32 %r1, %tid.x, 5;
+	ret;
+}`
+	m, err := ptx.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Compile(m); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "only by mov") {
+		t.Fatalf("Compile = %v, want an invalid-argument error naming mov", err)
 	}
 }

@@ -362,7 +362,11 @@ func rewrite(f *ptx.Function) error {
 		entry = append(entry, ptx.NewInstruction("ld.param.u32", vals[i], &ptx.Address{Base: &ptx.Symbol{Name: paramNames[i]}}))
 	}
 	for i, d := range dims {
-		entry = append(entry, ptx.NewInstruction("add.u32", block[i], &ptx.Reg{Name: "%ctaid." + d}, vals[i]))
+		// ptxas reads special registers only through mov ("Special register
+		// argument not allowed for instruction 'add'", seen on the H100).
+		entry = append(entry,
+			ptx.NewInstruction("mov.u32", block[i], &ptx.Reg{Name: "%ctaid." + d}),
+			ptx.NewInstruction("add.u32", block[i], block[i], vals[i]))
 	}
 	at := 0
 	for at < len(f.Body.Stmts) {
