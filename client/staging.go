@@ -30,26 +30,30 @@ type stager struct {
 
 // tryAcquire takes a free slot and the generation to send with it.
 func (g *stager) tryAcquire() (slot int, gen uint32, ok bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	n := len(g.gen)
-	for i := range n {
-		j := (g.next + i) % n
-		if g.busy[j] {
-			continue
+	g.st.View(func(completed func(int) (uint32, bool)) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		n := len(g.gen)
+		for i := range n {
+			j := (g.next + i) % n
+			if g.busy[j] {
+				continue
+			}
+			if done, _ := completed(j); done != g.gen[j] {
+				continue // the device copy of its last use is not done
+			}
+			g.busy[j] = true
+			g.gen[j]++
+			g.next = (j + 1) % n
+			slot, gen, ok = j, g.gen[j], true
+			return
 		}
-		if done, _ := g.st.Completed(j); done != g.gen[j] {
-			continue // the device copy of its last use is not done
-		}
-		g.busy[j] = true
-		g.gen[j]++
-		g.next = (j + 1) % n
-		return j, g.gen[j], true
-	}
-	return 0, 0, false
+	})
+	return slot, gen, ok
 }
 
-// wait waits until some slot may have become free.
+// wait waits until some slot may have become free. Lock order: the staging
+// area's, then mu (see ring.Staging.View).
 func (g *stager) wait(ctx context.Context) error {
 	return g.st.Wait(ctx, func(completed func(int) (uint32, bool)) bool {
 		g.mu.Lock()
@@ -68,15 +72,20 @@ func (g *stager) wait(ctx context.Context) error {
 // the generation is taken back; if the answer is unknown (the wait was cut
 // short), the slot stays out of use until the driver completes it.
 func (g *stager) settle(slot int, gen uint32, answered bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.gen[slot] != gen {
-		return // completed, and taken by another copy since
+	err := g.st.View(func(completed func(int) (uint32, bool)) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.gen[slot] != gen {
+			return // completed, and taken by another copy since
+		}
+		if done, _ := completed(slot); answered && done != gen {
+			g.gen[slot]--
+		}
+		g.busy[slot] = false
+	})
+	if err != nil { // closed: nothing will use the slot again
+		g.release(slot)
 	}
-	if done, _ := g.st.Completed(slot); answered && done != gen {
-		g.gen[slot]--
-	}
-	g.busy[slot] = false
 }
 
 // release gives back a slot whose request was sent (HtoD) or whose data was

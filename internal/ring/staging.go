@@ -166,6 +166,20 @@ func (s *Staging) completed(i int) (uint32, bool) {
 	return uint32(w), w&failedBit != 0
 }
 
+// View calls fn with Completed's view of the slots, under the area's lock
+// (fn must call no method of s); ErrClosed once the area is closed. Callers
+// that hold locks of their own while looking at slots take them inside fn, so
+// that the order is always s's lock, then theirs.
+func (s *Staging) View(fn func(completed func(slot int) (gen uint32, failed bool))) error {
+	s.ops.RLock()
+	defer s.ops.RUnlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	fn(s.completed)
+	return nil
+}
+
 // Wait waits until ready reports true, the area is closed (ErrClosed), or ctx
 // ends. ready is given Completed to look at slots with (it must call no other
 // method of s: Wait holds s's lock).

@@ -85,6 +85,10 @@ func TestStagingCompletion(t *testing.T) {
 	if g, failed := c.Completed(2); g != 0 || failed {
 		t.Fatalf("Completed(2) = %d, %v", g, failed)
 	}
+	var seen uint32
+	if err := c.View(func(done func(int) (uint32, bool)) { seen, _ = done(3) }); err != nil || seen != 5 {
+		t.Fatalf("View saw generation %d, %v", seen, err)
+	}
 }
 
 func TestStagingWaitEnds(t *testing.T) {
@@ -100,6 +104,9 @@ func TestStagingWaitEnds(t *testing.T) {
 	c.Close()
 	if err := <-errc; !errors.Is(err, ErrClosed) {
 		t.Fatalf("wait on a closed area: %v, want ErrClosed", err)
+	}
+	if err := c.View(func(func(int) (uint32, bool)) { t.Error("View called fn on a closed area") }); !errors.Is(err, ErrClosed) {
+		t.Fatalf("View on a closed area: %v", err)
 	}
 	c.Complete(0, 1, false) // no-op, no crash
 	if _, failed := c.Completed(0); !failed {
