@@ -54,6 +54,8 @@
 // at any time. Each end has one internal RWMutex, held shared by operations
 // and exclusively by Close, which therefore returns only once no operation
 // touches the memory: after the ends are closed the mapping may be unmapped.
-// Staging methods are safe for concurrent use under the same rule. No lock of
-// this package is held while calling OnFull.
+// Staging methods are safe for concurrent use under the same rule; Wait and
+// View call back with that lock held shared, so their callbacks call no
+// method of the area, and a caller's own locks come after it. OnFull runs
+// with the producer's lock held shared: it must not write to that ring.
 package ring
