@@ -30,8 +30,8 @@ const (
 // carry a unit (K, KiB, M, MiB, G, GiB).
 type HotPath struct {
 	// Spin is how long a waiter polls a ring before it sleeps
-	// ($GPUOS_RING_SPIN, a Go duration; default 50µs with 8 or more CPUs,
-	// 5µs with fewer). Negative: never poll.
+	// ($GPUOS_RING_SPIN, a Go duration; default 50µs, none on one CPU).
+	// Negative: never poll.
 	Spin time.Duration
 	// SubmitRing and CompleteRing are the rings' sizes in bytes
 	// ($GPUOS_SUBMIT_RING, $GPUOS_COMPLETE_RING; default: the driver's, 512

@@ -40,9 +40,11 @@ func (o Options) withDefaults() Options {
 // duration such as "20us", or "0" for no polling.
 const SpinEnv = "GPUOS_RING_SPIN"
 
-// DefaultSpin is the polling time used when Options.Spin is zero: $GPUOS_RING_SPIN
-// if set, else 50µs on machines with at least 8 CPUs and 5µs below that,
-// where a polling waiter would take the CPU its peer needs.
+// DefaultSpin is the polling time used when Options.Spin is zero:
+// $GPUOS_RING_SPIN if set, else 50µs, or none on a machine with one CPU,
+// where the peer cannot run while we poll. (A poller yields the CPU between
+// polls, so polling costs little on a loaded machine; waking a sleeper costs
+// about 5µs per hop on a small VM.)
 func DefaultSpin() time.Duration { return defaultSpin() }
 
 var defaultSpin = sync.OnceValue(func() time.Duration {
@@ -54,10 +56,10 @@ var defaultSpin = sync.OnceValue(func() time.Duration {
 			return d
 		}
 	}
-	if runtime.NumCPU() >= 8 {
-		return 50 * time.Microsecond
+	if runtime.NumCPU() < 2 {
+		return -1
 	}
-	return 5 * time.Microsecond
+	return 50 * time.Microsecond
 })
 
 // waitUntil returns once ready reports true, or with stop's error. It polls
