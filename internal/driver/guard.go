@@ -73,12 +73,15 @@ type sessionGuard struct {
 // guardedProgram is a program loaded through the guard (or, trusted, an
 // allowlisted SASS module).
 type guardedProgram struct {
-	trusted bool          // allowlisted SASS: launch arguments are checked instead
-	res     *guard.Result // nil when trusted
-	params  backend.DevicePtr
-	slot    faultSlot
-	globals *mem.Allocation // relocated .global variables, in the window
-	gbase   uint64
+	trusted bool // allowlisted SASS: launch arguments are checked instead
+	// pointers, for allowlisted PTX, says per kernel which parameters may be
+	// addresses (guard.PointerParams): only those are checked at launch.
+	pointers map[string][]bool
+	res      *guard.Result // nil when trusted
+	params   backend.DevicePtr
+	slot     faultSlot
+	globals  *mem.Allocation // relocated .global variables, in the window
+	gbase    uint64
 
 	mu       sync.Mutex
 	span     atomic.Uint64 // the window span last written into the parameters
@@ -97,7 +100,13 @@ func (s *Session) admitImage(image []byte) (load []byte, gp *guardedProgram, ker
 	if s.allowlisted(image) {
 		// Operator-vetted code, PTX or SASS, runs as it is: its pointer
 		// arguments are checked at each launch instead.
-		return image, &guardedProgram{trusted: true}, nil, nil
+		gp := &guardedProgram{trusted: true}
+		if isPTX(image) {
+			if m, err := ptx.Parse(bytes.TrimRight(image, "\x00")); err == nil {
+				gp.pointers = guard.PointerParams(m)
+			}
+		}
+		return image, gp, nil, nil
 	}
 	text, sass, err := s.ptxOf(image)
 	if err != nil {
@@ -337,7 +346,7 @@ func (s *Session) guardLaunch(k *kernelObj, params []byte) error {
 	}
 	gp := k.prog.guard
 	if gp.trusted {
-		return s.checkTrustedArgs(k, params)
+		return s.checkTrustedArgs(k, params, gp.pointers[k.name])
 	}
 	lo, hi := s.window.GuardRange()
 	if gp.span.Load() != uint64(hi-lo) {
@@ -346,13 +355,15 @@ func (s *Session) guardLaunch(k *kernelObj, params []byte) error {
 	return nil
 }
 
-// checkTrustedArgs: every 8-byte argument is 0, or inside the session's
-// window, or inside a module global the session looked up. An 8-byte scalar
-// (a size_t, a double) that is neither is refused too: that is the price of
-// checking code the guard cannot rewrite.
-func (s *Session) checkTrustedArgs(k *kernelObj, params []byte) error {
+// checkTrustedArgs: every 8-byte argument that may be an address is 0, or
+// inside the session's window, or inside a module global the session looked
+// up. For allowlisted PTX, pointers says which parameters may be addresses; for
+// SASS (pointers nil) every 8-byte argument is checked, so an 8-byte scalar (a
+// size_t, a double) that is neither is refused too: that is the price of
+// checking machine code the guard cannot read.
+func (s *Session) checkTrustedArgs(k *kernelObj, params []byte, pointers []bool) error {
 	lo, hi := s.window.GuardRange()
-	i, v, ok := outsideArg(params, k.fn.Params(), uint64(lo), uint64(hi), func(a uint64) bool { return s.inGlobal(a, 1) })
+	i, v, ok := outsideArg(params, k.fn.Params(), pointers, uint64(lo), uint64(hi), func(a uint64) bool { return s.inGlobal(a, 1) })
 	if ok {
 		return nil
 	}
@@ -361,11 +372,15 @@ func (s *Session) checkTrustedArgs(k *kernelObj, params []byte) error {
 		"(an 8-byte scalar argument is checked like a pointer)", ErrTrustedArgument, k.name, i, prm.Offset, prm.Offset+8, v, uint64(lo), uint64(hi))
 }
 
-// outsideArg finds the first 8-byte argument that is not 0, not in [lo, hi)
-// and not accepted by other; ok is true when there is none.
-func outsideArg(params []byte, layout []backend.Param, lo, hi uint64, other func(uint64) bool) (int, uint64, bool) {
+// outsideArg finds the first 8-byte argument, among those pointers marks
+// (all, if pointers is nil), that is not 0, not in [lo, hi) and not accepted
+// by other; ok is true when there is none.
+func outsideArg(params []byte, layout []backend.Param, pointers []bool, lo, hi uint64, other func(uint64) bool) (int, uint64, bool) {
 	for i, prm := range layout {
 		if prm.Size != 8 || int(prm.Offset)+8 > len(params) {
+			continue
+		}
+		if pointers != nil && i < len(pointers) && !pointers[i] {
 			continue
 		}
 		v := binary.LittleEndian.Uint64(params[prm.Offset:])

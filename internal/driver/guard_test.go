@@ -19,23 +19,26 @@ func TestOutsideArg(t *testing.T) {
 	}
 	global := func(v uint64) bool { return v == 0x9000 }
 	tests := []struct {
-		name    string
-		params  []byte
-		wantOK  bool
-		wantArg int
+		name     string
+		params   []byte
+		pointers []bool // nil: every 8-byte parameter is checked
+		wantOK   bool
+		wantArg  int
 	}{
-		{"pointers inside and null", pack(lo, 7, 0), true, 0},
-		{"last byte of the window", pack(hi-1, 0xffffffff, lo+8), true, 0},
-		{"4-byte scalars are not checked", pack(lo, 0xdeadbeef, lo), true, 0},
-		{"a module global the session looked up", pack(0x9000, 0, lo), true, 0},
-		{"pointer past the end", pack(lo, 0, hi), false, 2},
-		{"pointer below", pack(lo-8, 0, lo), false, 0},
-		{"an 8-byte scalar: the false positive", pack(lo, 0, 12345), false, 2},
-		{"short buffer: nothing to read", pack(lo, 0, 12345)[:12], true, 0},
+		{"pointers inside and null", pack(lo, 7, 0), nil, true, 0},
+		{"last byte of the window", pack(hi-1, 0xffffffff, lo+8), nil, true, 0},
+		{"4-byte scalars are not checked", pack(lo, 0xdeadbeef, lo), nil, true, 0},
+		{"a module global the session looked up", pack(0x9000, 0, lo), nil, true, 0},
+		{"pointer past the end", pack(lo, 0, hi), nil, false, 2},
+		{"pointer below", pack(lo-8, 0, lo), nil, false, 0},
+		{"an 8-byte scalar of SASS: the false positive", pack(lo, 0, 12345), nil, false, 2},
+		{"an 8-byte scalar PTX shows is no pointer", pack(lo, 0, 12345), []bool{true, false, false}, true, 0},
+		{"a pointer PTX shows is one", pack(lo, 0, hi+64), []bool{true, false, true}, false, 2},
+		{"short buffer: nothing to read", pack(lo, 0, 12345)[:12], nil, true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			i, _, ok := outsideArg(tt.params, layout, lo, hi, global)
+			i, _, ok := outsideArg(tt.params, layout, tt.pointers, lo, hi, global)
 			if ok != tt.wantOK || (!ok && i != tt.wantArg) {
 				t.Errorf("outsideArg = argument %d, ok %v; want %d, %v", i, ok, tt.wantArg, tt.wantOK)
 			}
