@@ -59,6 +59,7 @@ func Run(t *testing.T, b backend.Backend, opts Options) {
 		{"VMMErrors", s.testVMMErrors},
 		{"ReserveLayout", s.testReserveLayout},
 		{"MemoryInfo", s.testMemoryInfo},
+		{"SimpleAllocator", s.testSimpleAllocator},
 		{"Aliasing", s.testAliasing},
 		{"CopiesSpanChunks", s.testCopiesSpanChunks},
 		{"MemsetErrors", s.testMemsetErrors},

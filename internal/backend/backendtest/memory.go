@@ -462,3 +462,27 @@ func (s *suite) testHostMemoryErrors(t *testing.T) {
 		}
 	}
 }
+
+// The driver's own allocator, where a backend offers it for native baselines:
+// memory that copies reach, freed once.
+func (s *suite) testSimpleAllocator(t *testing.T) {
+	sa, ok := s.dev.(backend.SimpleAllocator)
+	if !ok {
+		t.Skip("the backend offers no native allocator")
+	}
+	p, err := sa.MemAlloc(1 << 20)
+	if errors.Is(err, backend.ErrUnsupported) {
+		t.Skipf("native allocator: %v", err)
+	}
+	must(t, err)
+	st := newStream(t, s.dev)
+	want := []byte("allocated natively")
+	must(t, st.CopyHtoD(p+4096, want))
+	got := make([]byte, len(want))
+	must(t, st.CopyDtoH(got, p+4096))
+	if !bytes.Equal(got, want) {
+		t.Fatalf("read back %q", got)
+	}
+	must(t, st.Synchronize())
+	must(t, sa.MemFree(p))
+}

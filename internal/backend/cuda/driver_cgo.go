@@ -99,6 +99,8 @@ _Static_assert(sizeof(CUmemAccessDesc) == 12, "CUmemAccessDesc");
 	X(cuMemHostAlloc, (void **, size_t, unsigned int)) \
 	X(cuMemFreeHost, (void *)) \
 	X(cuMemHostGetDevicePointer_v2, (CUdeviceptr *, void *, unsigned int)) \
+	X(cuMemAlloc_v2, (CUdeviceptr *, size_t)) \
+	X(cuMemFree_v2, (CUdeviceptr)) \
 	X(cuMemHostRegister_v2, (void *, size_t, unsigned int)) \
 	X(cuMemHostUnregister, (void *)) \
 	X(cuModuleLoadDataEx, (CUmodule *, const void *, unsigned int, int *, void **)) \
@@ -372,6 +374,17 @@ static CUresult gpuos_host_alloc_mapped(gpuos_ctx *c, size_t size, void **p, CUd
 	r = GPUOS_CALL(c->lib, cuMemHostGetDevicePointer_v2, d, *p, 0);
 	if (r != 0) GPUOS_CALL(c->lib, cuMemFreeHost, *p);
 	return r;
+}
+
+// The driver's own allocator, for benchmarks' native baseline only.
+static CUresult gpuos_mem_alloc(gpuos_ctx *c, size_t size, CUdeviceptr *p) {
+	USE(c);
+	return GPUOS_CALL(c->lib, cuMemAlloc_v2, p, size);
+}
+
+static CUresult gpuos_mem_free(gpuos_ctx *c, CUdeviceptr p) {
+	USE(c);
+	return GPUOS_CALL(c->lib, cuMemFree_v2, p);
 }
 
 static CUresult gpuos_host_free(gpuos_ctx *c, void *p) {
@@ -804,6 +817,16 @@ func (c *dctx) hostAllocMapped(size int) ([]byte, uint64, cuda.CUresult) {
 		return nil, 0, cuda.CUresult(r)
 	}
 	return unsafe.Slice((*byte)(p), size), uint64(d), 0
+}
+
+func (c *dctx) memAlloc(size uint64) (uint64, cuda.CUresult) {
+	var p C.CUdeviceptr
+	r := C.gpuos_mem_alloc(c.p, C.size_t(size), &p)
+	return uint64(p), cuda.CUresult(r)
+}
+
+func (c *dctx) memFree(p uint64) cuda.CUresult {
+	return cuda.CUresult(C.gpuos_mem_free(c.p, C.CUdeviceptr(p)))
 }
 
 func (c *dctx) hostFree(b []byte) cuda.CUresult {

@@ -303,6 +303,38 @@ static CUresult devcopy(CUdeviceptr dev, unsigned char *host, size_t n, int to_d
 	return OK;
 }
 
+/* cuMemAlloc as the composition of the VMM calls: a range of its own, one
+   chunk mapped read-write. The chunk handle is remembered per address. */
+struct nalloc { CUdeviceptr p; size_t size; unsigned long long h; struct nalloc *next; };
+static struct nalloc *nallocs;
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t size) {
+	if (size == 0) return INVALID_VALUE;
+	size = (size + GRAN - 1) / GRAN * GRAN;
+	unsigned long long h;
+	CUresult r = cuMemAddressReserve(p, size, GRAN, 0, 0);
+	if (r) return r;
+	CUmemAllocationProp prop = {0};
+	prop.type = 1; prop.location.type = 1;
+	if ((r = cuMemCreate(&h, size, &prop, 0))) { cuMemAddressFree(*p, size); return r; }
+	if ((r = cuMemMap(*p, size, 0, h, 0))) { cuMemRelease(h); cuMemAddressFree(*p, size); return r; }
+	CUmemAccessDesc d = {0};
+	d.location.type = 1; d.flags = 3;
+	if ((r = cuMemSetAccess(*p, size, &d, 1))) { cuMemUnmap(*p, size); cuMemRelease(h); cuMemAddressFree(*p, size); return r; }
+	struct nalloc *a = calloc(1, sizeof *a);
+	a->p = *p; a->size = size; a->h = h;
+	LOCK; a->next = nallocs; nallocs = a; UNLOCK;
+	return OK;
+}
+CUresult cuMemFree_v2(CUdeviceptr p) {
+	LOCK;
+	struct nalloc **pp = &nallocs, *a = NULL;
+	for (; *pp; pp = &(*pp)->next) if ((*pp)->p == p) { a = *pp; *pp = a->next; break; }
+	UNLOCK;
+	if (!a) return INVALID_VALUE;
+	cuMemUnmap(a->p, a->size); cuMemRelease(a->h); cuMemAddressFree(a->p, a->size); free(a);
+	return OK;
+}
+
 CUresult cuMemHostAlloc(void **p, size_t size, unsigned flags) {
 	CTX;
 	if (flags != 1) return INVALID_VALUE;
