@@ -76,22 +76,40 @@ for i in $(seq 1 100); do
 	sleep 0.2
 done
 gp() { GPUOS_TOKEN=hp "$BIN/gpuos" "$@"; }
+# watch PIDS...: waits for a scenario's processes; if they overrun, every gpuos
+# process (manager, drivers, clients) dumps its goroutines (SIGQUIT) into the
+# logs, so a hang leaves evidence instead of a silent timeout.
+watch() {
+	( sleep $((WARM + DUR + 45))
+	  echo "scenario overran: dumping goroutines" | tee -a "$OUT/serve.log" >&2
+	  pkill -QUIT -f "gpuos driver" || true
+	  kill -QUIT "$@" 2>/dev/null || true
+	  sleep 2; kill -QUIT $SERVE 2>/dev/null || true ) &
+	local w=$!
+	wait "$@"
+	kill $w 2>/dev/null || true
+}
 sb() { local tok=$1; shift; GPUOS_TOKEN=$tok "$BIN/schedbench" "$@" --ptx "$PTX" --duration "${DUR}s" --start-at "$START"; }
 gp policy list | tee "$OUT/policies.txt"
 gp policy use priority
 hp_gpuos() { sb hp hp "${HP[@]}" --period "${HP_PERIOD_US}us" --label "$1"; }
 be_gpuos() { sb "$1" be "${BE[@]}" --label "$2"; }
-echo "   service alone";           start_in "$WARM"; hp_gpuos alone > "$OUT/gpuos-hp-alone.json"
-echo "   best effort alone (two)"; start_in "$WARM"; be_gpuos be1 alone > "$OUT/gpuos-be-alone-1.json" & be_gpuos be2 alone > "$OUT/gpuos-be-alone-2.json"; wait
+echo "   service alone";           start_in "$WARM"; hp_gpuos alone > "$OUT/gpuos-hp-alone.json" 2> "$OUT/gpuos-hp-alone.err" & watch $!
+echo "   best effort alone (two)"; start_in "$WARM"
+be_gpuos be1 alone > "$OUT/gpuos-be-alone-1.json" 2> "$OUT/gpuos-be-alone-1.err" & A=$!
+be_gpuos be2 alone > "$OUT/gpuos-be-alone-2.json" 2> "$OUT/gpuos-be-alone-2.err" & B=$!
+watch $A $B
 echo "   all three (priority policy)"; start_in "$WARM"
-be_gpuos be1 mixed > "$OUT/gpuos-be-mixed-1.json" & be_gpuos be2 mixed > "$OUT/gpuos-be-mixed-2.json" & hp_gpuos mixed > "$OUT/gpuos-hp-mixed.json"
-wait
+be_gpuos be1 mixed > "$OUT/gpuos-be-mixed-1.json" 2> "$OUT/gpuos-be-mixed-1.err" & A=$!
+be_gpuos be2 mixed > "$OUT/gpuos-be-mixed-2.json" 2> "$OUT/gpuos-be-mixed-2.err" & B=$!
+hp_gpuos mixed > "$OUT/gpuos-hp-mixed.json" 2> "$OUT/gpuos-hp-mixed.err" & C=$!
+watch $A $B $C
 gp ps --tenants | tee "$OUT/tenants-after-latency.txt"
 for pol in fair band; do
 	echo "   shares 1:3 under $pol"
 	gp policy use "$pol"
 	start_in "$((WARM + 3))" # two sessions, two calibrations first
-	sb a shares --tokens a,b --weights 1,3 "${SHARES[@]}" --label "$pol" > "$OUT/gpuos-shares-$pol.json"
+	sb a shares --tokens a,b --weights 1,3 "${SHARES[@]}" --label "$pol" > "$OUT/gpuos-shares-$pol.json" 2> "$OUT/gpuos-shares-$pol.err" & watch $!
 done
 gp policy tenants | tee "$OUT/tenants.txt"
 kill $SERVE; wait $SERVE 2>/dev/null || true
