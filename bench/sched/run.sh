@@ -83,7 +83,7 @@ watch() {
 	( sleep $((WARM + DUR + 45))
 	  echo "scenario overran: dumping goroutines" | tee -a "$OUT/serve.log" >&2
 	  pkill -QUIT -f "gpuos driver" || true
-	  kill -QUIT "$@" 2>/dev/null || true
+	  pkill -QUIT -f "schedbench" || true
 	  sleep 2; kill -QUIT $SERVE 2>/dev/null || true ) &
 	local w=$!
 	wait "$@"
