@@ -16,7 +16,7 @@ import (
 // allocation here; the packing buffer is pooled in internal/shim.
 
 func launch(f uint64, gx, gy, gz, bx, by, bz, shared uint32, stream uint64, params, extra unsafe.Pointer) int32 {
-	r := drv.LaunchKernel(f, [3]uint32{gx, gy, gz}, [3]uint32{bx, by, bz}, shared, stream, uintptr(params), uintptr(extra))
+	r := drv.LaunchKernel(thread, f, [3]uint32{gx, gy, gz}, [3]uint32{bx, by, bz}, shared, stream, uintptr(params), uintptr(extra))
 	if r != cu.CUDA_SUCCESS {
 		return ret("cuLaunchKernel", r)
 	}
@@ -55,7 +55,7 @@ func maxActiveBlocks(n *int32, f uint64, blockSize int32, shared uintptr, flags 
 	if n == nil {
 		return invalidValue
 	}
-	v, r := drv.OccupancyMaxActiveBlocks(f, blockSize, uint64(shared), flags)
+	v, r := drv.OccupancyMaxActiveBlocks(thread(), f, blockSize, uint64(shared), flags)
 	if r == cu.CUDA_SUCCESS {
 		*n = v
 	}
@@ -80,7 +80,7 @@ func potentialBlockSize(minGrid, blockSize *int32, f uint64, b2d unsafe.Pointer,
 	if b2d != nil {
 		sharedFor = func(b int32) uint64 { return uint64(C.gpuos_call_b2d(b2d, C.int(b))) }
 	}
-	g, b, r := drv.OccupancyMaxPotentialBlockSize(f, sharedFor, uint64(shared), limit, flags)
+	g, b, r := drv.OccupancyMaxPotentialBlockSize(thread(), f, sharedFor, uint64(shared), limit, flags)
 	if r == cu.CUDA_SUCCESS {
 		*minGrid, *blockSize = g, b
 	}
@@ -102,7 +102,7 @@ func gpuos_cuOccupancyAvailableDynamicSMemPerBlock(shared *uintptr, f uint64, nu
 	if shared == nil {
 		return invalidValue
 	}
-	v, r := drv.OccupancyAvailableDynamicSMemPerBlock(f, numBlocks, blockSize)
+	v, r := drv.OccupancyAvailableDynamicSMemPerBlock(thread(), f, numBlocks, blockSize)
 	if r == cu.CUDA_SUCCESS {
 		*shared = uintptr(v)
 	}

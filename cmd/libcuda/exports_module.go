@@ -164,17 +164,46 @@ func gpuos_cuModuleGetGlobal_v2(dptr *uint64, bytes *uintptr, mod uint64, name *
 	return getGlobal("cuModuleGetGlobal", dptr, bytes, addr, size, r)
 }
 
-// Libraries. Their JIT and library options are hints about when to load;
-// gpuos loads at once.
+// Libraries. They need no context: internal/shim loads a library into a
+// device's session when something first needs its code there. JIT options
+// are hints for a compilation the daemon does.
+
+// libraryOptions reads cuLibraryLoadData's library options (logged when
+// tracing: what the CUDA runtime passes is worth seeing).
+func libraryOptions(name string, opts *uint32, vals *unsafe.Pointer, n uint32) (shim.LibraryOptions, shim.Result) {
+	if n == 0 {
+		return shim.LibraryOptions{}, cu.CUDA_SUCCESS
+	}
+	if opts == nil || vals == nil || n > 64 {
+		return shim.LibraryOptions{}, cu.CUDA_ERROR_INVALID_VALUE
+	}
+	ops := make([]cu.CUlibraryOption, n)
+	vs := make([]uintptr, n)
+	for i, o := range unsafe.Slice(opts, n) {
+		ops[i] = cu.CUlibraryOption(o)
+	}
+	for i, v := range unsafe.Slice(vals, n) {
+		vs[i] = uintptr(v)
+	}
+	o, r := shim.ParseLibraryOptions(ops, vs)
+	if drv.Log().Tracing(shim.TraceCalls) {
+		drv.Log().Printf("%s: library options %v = %#x: %s", name, ops, vs, r.Name())
+	}
+	return o, r
+}
 
 //export gpuos_cuLibraryLoadData
 func gpuos_cuLibraryLoadData(lib *uint64, code unsafe.Pointer, jitOpts *uint32, jitVals *unsafe.Pointer, nJit uint32,
 	libOpts *uint32, libVals *unsafe.Pointer, nLib uint32) int32 {
-	if lib == nil || code == nil {
+	if lib == nil || code == nil || (nJit > 0 && (jitOpts == nil || jitVals == nil)) {
 		return invalidValue
 	}
-	h, r := drv.LibraryLoadData(thread(), uintptr(code))
-	if nJit > 0 && jitOpts != nil && jitVals != nil {
+	o, r := libraryOptions("cuLibraryLoadData", libOpts, libVals, nLib)
+	if r != cu.CUDA_SUCCESS {
+		return ret("cuLibraryLoadData", r)
+	}
+	h, r := drv.LibraryLoadData(thread(), uintptr(code), o)
+	if nJit > 0 {
 		jitLogs(unsafe.Slice(jitOpts, nJit), unsafe.Slice(jitVals, nJit), r)
 	}
 	return putHandle("cuLibraryLoadData", lib, h, r)
@@ -184,10 +213,17 @@ func gpuos_cuLibraryLoadData(lib *uint64, code unsafe.Pointer, jitOpts *uint32, 
 func gpuos_cuLibraryLoadFromFile(lib *uint64, fname *C.char, jitOpts *uint32, jitVals *unsafe.Pointer, nJit uint32,
 	libOpts *uint32, libVals *unsafe.Pointer, nLib uint32) int32 {
 	path, ok := goString(fname)
-	if lib == nil || !ok {
+	if lib == nil || !ok || (nJit > 0 && (jitOpts == nil || jitVals == nil)) {
 		return invalidValue
 	}
-	h, r := drv.LibraryLoadFromFile(thread(), path)
+	o, r := libraryOptions("cuLibraryLoadFromFile", libOpts, libVals, nLib)
+	if r != cu.CUDA_SUCCESS {
+		return ret("cuLibraryLoadFromFile", r)
+	}
+	h, r := drv.LibraryLoadFromFile(thread(), path, o)
+	if nJit > 0 {
+		jitLogs(unsafe.Slice(jitOpts, nJit), unsafe.Slice(jitVals, nJit), r)
+	}
 	return putHandle("cuLibraryLoadFromFile", lib, h, r)
 }
 
@@ -200,7 +236,7 @@ func gpuos_cuLibraryGetKernel(k *uint64, lib uint64, name *C.char) int32 {
 	if k == nil || !ok {
 		return invalidValue
 	}
-	h, r := drv.LibraryGetKernel(lib, s)
+	h, r := drv.LibraryGetKernel(thread(), lib, s)
 	return putHandle("cuLibraryGetKernel", k, h, r)
 }
 
@@ -209,7 +245,7 @@ func gpuos_cuLibraryGetKernelCount(count *uint32, lib uint64) int32 {
 	if count == nil {
 		return invalidValue
 	}
-	ks, r := drv.LibraryKernels(lib)
+	ks, r := drv.LibraryKernels(thread(), lib)
 	if r == cu.CUDA_SUCCESS {
 		*count = uint32(len(ks))
 	}
@@ -221,7 +257,7 @@ func gpuos_cuLibraryEnumerateKernels(ks *uint64, n uint32, lib uint64) int32 {
 	if ks == nil && n > 0 {
 		return invalidValue
 	}
-	all, r := drv.LibraryKernels(lib)
+	all, r := drv.LibraryKernels(thread(), lib)
 	if r == cu.CUDA_SUCCESS {
 		copy(unsafe.Slice(ks, n), all)
 	}
@@ -233,7 +269,7 @@ func gpuos_cuLibraryGetModule(mod *uint64, lib uint64) int32 {
 	if mod == nil {
 		return invalidValue
 	}
-	h, r := drv.LibraryGetModule(lib)
+	h, r := drv.LibraryGetModule(thread(), lib)
 	return putHandle("cuLibraryGetModule", mod, h, r)
 }
 
@@ -243,7 +279,7 @@ func gpuos_cuLibraryGetGlobal(dptr *uint64, bytes *uintptr, lib uint64, name *C.
 	if !ok {
 		return invalidValue
 	}
-	addr, size, r := drv.LibraryGetGlobal(lib, s)
+	addr, size, r := drv.LibraryGetGlobal(thread(), lib, s)
 	return getGlobal("cuLibraryGetGlobal", dptr, bytes, addr, size, r)
 }
 
@@ -262,7 +298,7 @@ func gpuos_cuKernelGetFunction(fn *uint64, k uint64) int32 {
 	if fn == nil {
 		return invalidValue
 	}
-	h, r := drv.KernelGetFunction(k)
+	h, r := drv.KernelGetFunction(thread(), k)
 	return putHandle("cuKernelGetFunction", fn, h, r)
 }
 
@@ -275,11 +311,11 @@ func gpuos_cuKernelGetLibrary(lib *uint64, k uint64) int32 {
 	return putHandle("cuKernelGetLibrary", lib, h, r)
 }
 
-func funcAttr(name string, pi *int32, attr uint32, f uint64) int32 {
+func funcAttr(name string, pi *int32, attr uint32, f uint64, dev int32) int32 {
 	if pi == nil {
 		return invalidValue
 	}
-	v, r := drv.FuncGetAttribute(cu.CUfunction_attribute(attr), f)
+	v, r := drv.FuncGetAttribute(thread(), cu.CUfunction_attribute(attr), f, dev)
 	if r == cu.CUDA_SUCCESS {
 		*pi = v
 	}
@@ -288,24 +324,24 @@ func funcAttr(name string, pi *int32, attr uint32, f uint64) int32 {
 
 //export gpuos_cuKernelGetAttribute
 func gpuos_cuKernelGetAttribute(pi *int32, attr uint32, k uint64, dev int32) int32 {
-	return funcAttr("cuKernelGetAttribute", pi, attr, k)
+	return funcAttr("cuKernelGetAttribute", pi, attr, k, dev)
 }
 
 //export gpuos_cuKernelSetAttribute
 func gpuos_cuKernelSetAttribute(attr uint32, val int32, k uint64, dev int32) int32 {
-	return ret("cuKernelSetAttribute", drv.FuncSetAttribute(k, cu.CUfunction_attribute(attr), val))
+	return ret("cuKernelSetAttribute", drv.FuncSetAttribute(thread(), k, cu.CUfunction_attribute(attr), val, dev))
 }
 
 //export gpuos_cuKernelSetCacheConfig
 func gpuos_cuKernelSetCacheConfig(k uint64, cfg uint32, dev int32) int32 {
-	return ret("cuKernelSetCacheConfig", drv.FuncSetCacheConfig(k, cu.CUfunc_cache(cfg)))
+	return ret("cuKernelSetCacheConfig", drv.FuncSetCacheConfig(thread(), k, cu.CUfunc_cache(cfg), dev))
 }
 
 func funcName(name string, out **C.char, f uint64) int32 {
 	if out == nil {
 		return invalidValue
 	}
-	s, r := drv.FuncGetName(f)
+	s, r := drv.FuncGetName(thread(), f)
 	if r == cu.CUDA_SUCCESS {
 		*out = cstring(s)
 	}
@@ -316,7 +352,7 @@ func funcName(name string, out **C.char, f uint64) int32 {
 func gpuos_cuKernelGetName(out **C.char, k uint64) int32 { return funcName("cuKernelGetName", out, k) }
 
 func paramInfo(name string, f uint64, index uintptr, off, size *uintptr) int32 {
-	o, s, r := drv.FuncGetParamInfo(f, uint64(index))
+	o, s, r := drv.FuncGetParamInfo(thread(), f, uint64(index))
 	if r == cu.CUDA_SUCCESS {
 		if off != nil {
 			*off = uintptr(o)
@@ -335,17 +371,17 @@ func gpuos_cuKernelGetParamInfo(k uint64, index uintptr, off, size *uintptr) int
 
 //export gpuos_cuFuncGetAttribute
 func gpuos_cuFuncGetAttribute(pi *int32, attr uint32, f uint64) int32 {
-	return funcAttr("cuFuncGetAttribute", pi, attr, f)
+	return funcAttr("cuFuncGetAttribute", pi, attr, f, shim.AnyDevice)
 }
 
 //export gpuos_cuFuncSetAttribute
 func gpuos_cuFuncSetAttribute(f uint64, attr uint32, val int32) int32 {
-	return ret("cuFuncSetAttribute", drv.FuncSetAttribute(f, cu.CUfunction_attribute(attr), val))
+	return ret("cuFuncSetAttribute", drv.FuncSetAttribute(thread(), f, cu.CUfunction_attribute(attr), val, shim.AnyDevice))
 }
 
 //export gpuos_cuFuncSetCacheConfig
 func gpuos_cuFuncSetCacheConfig(f uint64, cfg uint32) int32 {
-	return ret("cuFuncSetCacheConfig", drv.FuncSetCacheConfig(f, cu.CUfunc_cache(cfg)))
+	return ret("cuFuncSetCacheConfig", drv.FuncSetCacheConfig(thread(), f, cu.CUfunc_cache(cfg), shim.AnyDevice))
 }
 
 // cuFuncSetSharedMemConfig sets a deprecated bank-size preference that no
@@ -353,7 +389,7 @@ func gpuos_cuFuncSetCacheConfig(f uint64, cfg uint32) int32 {
 //
 //export gpuos_cuFuncSetSharedMemConfig
 func gpuos_cuFuncSetSharedMemConfig(f uint64, cfg uint32) int32 {
-	if _, r := drv.FuncGetModule(f); r != cu.CUDA_SUCCESS {
+	if _, r := drv.FuncGetModule(thread(), f); r != cu.CUDA_SUCCESS {
 		return ret("cuFuncSetSharedMemConfig", r)
 	}
 	if cfg > uint32(cu.CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE) {
@@ -367,7 +403,7 @@ func gpuos_cuFuncGetModule(mod *uint64, f uint64) int32 {
 	if mod == nil {
 		return invalidValue
 	}
-	h, r := drv.FuncGetModule(f)
+	h, r := drv.FuncGetModule(thread(), f)
 	return putHandle("cuFuncGetModule", mod, h, r)
 }
 
@@ -384,7 +420,7 @@ func gpuos_cuFuncIsLoaded(state *uint32, f uint64) int32 {
 	if state == nil {
 		return invalidValue
 	}
-	_, r := drv.FuncGetModule(f)
+	_, r := drv.FuncGetModule(thread(), f)
 	if r == cu.CUDA_SUCCESS {
 		*state = uint32(cu.CU_FUNCTION_LOADING_STATE_LOADED)
 	}
@@ -393,6 +429,6 @@ func gpuos_cuFuncIsLoaded(state *uint32, f uint64) int32 {
 
 //export gpuos_cuFuncLoad
 func gpuos_cuFuncLoad(f uint64) int32 {
-	_, r := drv.FuncGetModule(f)
+	_, r := drv.FuncGetModule(thread(), f)
 	return ret("cuFuncLoad", r)
 }

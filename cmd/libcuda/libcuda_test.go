@@ -84,6 +84,8 @@ var programs = []program{
 	{"memset", []string{"cuMemsetD8, cuMemsetD16, cuMemsetD32", "cuMemsetD2D32", "pinned host memory"}},
 	{"library", []string{"from cuModuleLoadFatBinary", "from a compressed fat binary", "launched as a CUkernel",
 		"module globals", "library globals and kernel enumeration"}},
+	{"nocontext", []string{"with no context", "as a CUkernel on the default stream", "through cuKernelGetFunction",
+		"a library global written by a CUkernel", "launched from a thread with no context", "after the primary context was released"}},
 	{"pointers", []string{"device pointer: type, context", "cuMemGetAddressRange of an interior pointer", "unknown address"}},
 	{"context", []string{"context stack", "per-thread current context", "context-local storage", "integrity check"}},
 	{"ipc", []string{"child read the parent's", "parent reads what the child wrote"}},

@@ -178,8 +178,8 @@ func (d *Driver) CtxDestroy(t Thread, h uint64) Result {
 
 // releaseContext runs the runtime's context-local-storage destructors of c,
 // then frees everything c owns: its streams, events, modules (with their
-// functions, libraries and kernels) and memory, after the work already
-// submitted has completed.
+// functions) and memory, after the work already submitted has completed.
+// Libraries belong to no context: they stay loaded in the device's session.
 func (d *Driver) releaseContext(c *ctxObj) {
 	// The runtime's destructors first, while what its state refers to is
 	// still there, as the real driver calls them.
@@ -206,11 +206,6 @@ func (d *Driver) releaseContext(c *ctxObj) {
 	for _, e := range d.events.each() {
 		if e.ctx == c {
 			d.destroyEvent(e)
-		}
-	}
-	for _, l := range d.libraries.each() {
-		if l.mod.ctx == c {
-			d.unloadLibrary(l)
 		}
 	}
 	for _, m := range d.modules.each() {

@@ -27,9 +27,15 @@
 //     stream of its own. Host functions (cuLaunchHostFunc, cuStreamAddCallback)
 //     run on a worker per daemon stream after a fence recorded behind the work
 //     before them, and later submissions to that daemon stream wait for them.
-//   - Events (a gpuos fence per record), module and library loading, kernel
-//     parameter packing from the layout the daemon returns, launch validation,
+//   - Events (a gpuos fence per record), module loading, kernel parameter
+//     packing from the layout the daemon returns, launch validation,
 //     function attributes and occupancy, pointer attributes.
+//   - Libraries (library.go): CUDA's context-independent loading. A
+//     CUlibrary needs no context; it is loaded into a device's session when
+//     its code is first needed there (a CUkernel's function, a launch, a
+//     global, its module), and kernel names are checked against the image
+//     itself (kernelnames.go), so the runtime's start-up lookups load
+//     nothing. Libraries outlive contexts.
 //   - The private export tables the CUDA runtime asks cuGetExportTable for:
 //     their layout (exporttable.go), context-local storage, the integrity
 //     check (integrity.go) and the fat binary wrapper (fatbin.go). The C side
@@ -57,11 +63,13 @@
 // # Lock order
 //
 // Driver.initMu, then device.mu (held while a device's session is opened),
-// then module.mu and library.mu (held while the daemon looks a kernel up, so
-// that a name resolves to one handle), then the leaves: the handle tables'
-// locks (table.mu), memMap.mu, hostMap.mu, ctxObj.mu, event.mu, function.mu
-// and a daemon stream's dstream.mu. No leaf is held while calling the daemon
-// or the application (host functions and destructors run with no lock held).
+// then library.mu (held while the library is loaded into a session, so that
+// it is loaded once per device), then module.mu (held while the daemon looks
+// a kernel up, so that a name resolves to one handle), then the leaves: the
+// handle tables' locks (table.mu), memMap.mu, hostMap.mu, ctxObj.mu,
+// event.mu, function.mu and a daemon stream's dstream.mu. No leaf is held
+// while calling the daemon or the application (host functions and
+// destructors run with no lock held).
 //
 // # Streams
 //

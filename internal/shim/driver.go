@@ -193,6 +193,13 @@ func (d *Driver) device(dev int32) (*device, Result) {
 	return d.devices[dev], cu.CUDA_SUCCESS
 }
 
+// opened reports whether the device's session is open.
+func (dv *device) opened() bool {
+	dv.mu.Lock()
+	defer dv.mu.Unlock()
+	return dv.sess != nil
+}
+
 // session returns the device's session, opening it on first use.
 func (d *Driver) session(dev *device) (*session, Result) {
 	dev.mu.Lock()

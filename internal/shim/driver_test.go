@@ -52,6 +52,9 @@ func (m *cmem) args(off int, vals ...any) uintptr {
 	return m.addr(off)
 }
 
+// threadOf is the thread argument of LaunchKernel for thread th.
+func threadOf(th Thread) func() Thread { return func() Thread { return th } }
+
 func newDriver(t testing.TB) (*Driver, *bytes.Buffer) {
 	t.Helper()
 	env := testenv.Start(t, testenv.Options{SimMemory: "512MiB"})
@@ -121,7 +124,7 @@ func TestDriverVecadd(t *testing.T) {
 	must(t, "HtoD a", d.MemcpyHtoD(th, dev[0], host.addr(0), 4*n, 0, false))
 	must(t, "HtoD b", d.MemcpyHtoD(th, dev[1], host.addr(4*n), 4*n, 0, false))
 	args := host.args(3*4*n, dev[0], dev[1], dev[2], int32(n))
-	must(t, "LaunchKernel", d.LaunchKernel(f, [3]uint32{(n + 127) / 128, 1, 1}, [3]uint32{128, 1, 1}, 0, 0, args, 0))
+	must(t, "LaunchKernel", d.LaunchKernel(threadOf(th), f, [3]uint32{(n + 127) / 128, 1, 1}, [3]uint32{128, 1, 1}, 0, 0, args, 0))
 	must(t, "DtoH", d.MemcpyDtoH(th, host.addr(2*4*n), dev[2], 4*n, 0))
 	for i := 0; i < n; i++ {
 		if got := math.Float32frombits(binary.LittleEndian.Uint32(host.b[2*4*n+4*i:])); got != float32(3*i) {
@@ -150,12 +153,12 @@ func TestDriverErrors(t *testing.T) {
 	want(t, "MemFree interior", d.MemFree(th, p+8), cu.CUDA_ERROR_INVALID_VALUE)
 	want(t, "MemFree foreign", d.MemFree(th, 0x1234), cu.CUDA_ERROR_INVALID_VALUE)
 	f := loadVecadd(t, d, th)
-	mod, r := d.FuncGetModule(f)
+	mod, r := d.FuncGetModule(th, f)
 	must(t, "FuncGetModule", r)
 	_, r = d.ModuleGetFunction(mod, "nope")
 	want(t, "unknown kernel", r, cu.CUDA_ERROR_NOT_FOUND)
-	want(t, "launch of a stream handle", d.LaunchKernel(c, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 0, 0, 0), cu.CUDA_ERROR_INVALID_HANDLE)
-	want(t, "launch without arguments", d.LaunchKernel(f, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 0, 0, 0), cu.CUDA_ERROR_INVALID_VALUE)
+	want(t, "launch of a stream handle", d.LaunchKernel(threadOf(th), c, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 0, 0, 0), cu.CUDA_ERROR_INVALID_HANDLE)
+	want(t, "launch without arguments", d.LaunchKernel(threadOf(th), f, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, 0, 0, 0), cu.CUDA_ERROR_INVALID_VALUE)
 
 	// Destroying the context frees its memory.
 	must(t, "CtxDestroy", d.CtxDestroy(th, c))
@@ -261,7 +264,7 @@ func BenchmarkLaunchKernel(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if r := d.LaunchKernel(f, one, one, 0, s, 0, 0); r != cu.CUDA_SUCCESS {
+		if r := d.LaunchKernel(threadOf(th), f, one, one, 0, s, 0, 0); r != cu.CUDA_SUCCESS {
 			b.Fatal(r)
 		}
 	}

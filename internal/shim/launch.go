@@ -24,7 +24,7 @@ func defaultDynShared(dv *device, info v1.KernelInfo) uint32 {
 
 // maxThreads is the most threads a block of f may have.
 func (f *function) maxThreads() uint32 {
-	dev := uint32(max(f.mod.ctx.dev.attr(cu.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK), 0))
+	dev := uint32(max(f.mod.dev.attr(cu.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK), 0))
 	if f.info.MaxThreadsPerBlock > 0 && (dev == 0 || f.info.MaxThreadsPerBlock < dev) {
 		return f.info.MaxThreadsPerBlock
 	}
@@ -35,7 +35,7 @@ func (f *function) maxThreads() uint32 {
 // bad launch fails at the call with CUDA_ERROR_INVALID_VALUE rather than at
 // the next synchronization.
 func checkLaunch(f *function, grid, block [3]uint32, shared uint32) Result {
-	dv := f.mod.ctx.dev
+	dv := f.mod.dev
 	limits := [...]struct {
 		v    uint32
 		attr cu.CUdevice_attribute
@@ -69,9 +69,10 @@ var paramBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &
 // CU_LAUNCH_PARAM_* list with one packed buffer) carry the arguments, laid out
 // as the daemon described the kernel's parameters. The launch is
 // asynchronous: errors of the kernel itself surface at the next
-// synchronization.
-func (d *Driver) LaunchKernel(fh uint64, grid, block [3]uint32, shared uint32, streamH uint64, kernelParams, extra uintptr) Result {
-	f, r := d.function(fh)
+// synchronization. thread is called only when the launch needs the calling
+// thread's context: a CUkernel on a default stream.
+func (d *Driver) LaunchKernel(thread func() Thread, fh uint64, grid, block [3]uint32, shared uint32, streamH uint64, kernelParams, extra uintptr) Result {
+	f, r := d.launchFunction(thread, fh, streamH)
 	if r != cu.CUDA_SUCCESS {
 		return r
 	}
@@ -100,6 +101,38 @@ func (d *Driver) LaunchKernel(fh uint64, grid, block [3]uint32, shared uint32, s
 		Stream:    ds.cs,
 	}, params)
 	return resultOf(opAny, err)
+}
+
+// launchFunction returns the function a launch of fh on stream streamH runs:
+// a CUkernel runs on the stream's device, or the calling thread's for a
+// default stream.
+func (d *Driver) launchFunction(thread func() Thread, fh, streamH uint64) (*function, Result) {
+	if handleKind(fh) != kindKernel {
+		if f := d.functions.get(fh); f != nil {
+			return f, cu.CUDA_SUCCESS
+		}
+		if r := d.ready(); r != cu.CUDA_SUCCESS {
+			return nil, r
+		}
+		return nil, cu.CUDA_ERROR_INVALID_HANDLE
+	}
+	k, r := d.kernel(fh)
+	if r != cu.CUDA_SUCCESS {
+		return nil, r
+	}
+	var dv *device
+	if isDefaultStream(streamH) {
+		if dv, r = d.lookupDevice(thread()); r != cu.CUDA_SUCCESS {
+			return nil, r
+		}
+	} else {
+		st := d.streams.get(streamH)
+		if st == nil {
+			return nil, cu.CUDA_ERROR_INVALID_HANDLE
+		}
+		dv = st.ds.sess.dev
+	}
+	return d.kernelFunction(k, dv)
 }
 
 // LaunchConfig is cuLaunchKernelEx's configuration.
@@ -148,7 +181,7 @@ func (d *Driver) LaunchKernelEx(t Thread, cfg LaunchConfig, fh uint64, kernelPar
 			return cu.CUDA_ERROR_INVALID_VALUE
 		}
 	}
-	if r := d.LaunchKernel(fh, cfg.Grid, cfg.Block, cfg.SharedMem, cfg.Stream, kernelParams, extra); r != cu.CUDA_SUCCESS {
+	if r := d.LaunchKernel(func() Thread { return t }, fh, cfg.Grid, cfg.Block, cfg.SharedMem, cfg.Stream, kernelParams, extra); r != cu.CUDA_SUCCESS {
 		return r
 	}
 	if completion != 0 {
@@ -171,9 +204,10 @@ func leU64(b []byte) uint64 { return uint64(leU32(b)) | uint64(leU32(b[4:]))<<32
 
 // ---- function attributes -------------------------------------------------------
 
-// FuncGetAttribute is cuFuncGetAttribute (and cuKernelGetAttribute).
-func (d *Driver) FuncGetAttribute(attr cu.CUfunction_attribute, fh uint64) (int32, Result) {
-	f, r := d.function(fh)
+// FuncGetAttribute is cuFuncGetAttribute (and cuKernelGetAttribute, of a
+// kernel on device dev).
+func (d *Driver) FuncGetAttribute(t Thread, attr cu.CUfunction_attribute, fh uint64, dev int32) (int32, Result) {
+	f, r := d.function(t, fh, dev)
 	if r != cu.CUDA_SUCCESS {
 		return 0, r
 	}
@@ -211,15 +245,16 @@ func (d *Driver) FuncGetAttribute(attr cu.CUfunction_attribute, fh uint64) (int3
 	return 0, cu.CUDA_ERROR_INVALID_VALUE
 }
 
-// FuncSetAttribute is cuFuncSetAttribute (and cuKernelSetAttribute).
-func (d *Driver) FuncSetAttribute(fh uint64, attr cu.CUfunction_attribute, value int32) Result {
-	f, r := d.function(fh)
+// FuncSetAttribute is cuFuncSetAttribute (and cuKernelSetAttribute, of a
+// kernel on device dev).
+func (d *Driver) FuncSetAttribute(t Thread, fh uint64, attr cu.CUfunction_attribute, value int32, dev int32) Result {
+	f, r := d.function(t, fh, dev)
 	if r != cu.CUDA_SUCCESS {
 		return r
 	}
 	switch attr {
 	case cu.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-		optin := uint64(max(f.mod.ctx.dev.attr(cu.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN), 0))
+		optin := uint64(max(f.mod.dev.attr(cu.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN), 0))
 		if value < 0 || uint64(value)+uint64(f.info.SharedSizeBytes) > optin {
 			return cu.CUDA_ERROR_INVALID_VALUE
 		}
@@ -249,8 +284,8 @@ func (d *Driver) FuncSetAttribute(fh uint64, attr cu.CUfunction_attribute, value
 
 // FuncSetCacheConfig is cuFuncSetCacheConfig (and cuKernelSetCacheConfig): a
 // preference, recorded.
-func (d *Driver) FuncSetCacheConfig(fh uint64, cfg cu.CUfunc_cache) Result {
-	f, r := d.function(fh)
+func (d *Driver) FuncSetCacheConfig(t Thread, fh uint64, cfg cu.CUfunc_cache, dev int32) Result {
+	f, r := d.function(t, fh, dev)
 	if r != cu.CUDA_SUCCESS {
 		return r
 	}

@@ -11,11 +11,14 @@ import (
 	cu "github.com/gpuos/gpuos/internal/abi/cuda"
 )
 
-// module is a loaded module image (CUmodule); a library's code is one too.
+// module is a loaded module image (CUmodule). A library's image, loaded
+// into a device's session, is one too: it belongs to no context.
 type module struct {
 	h    uint64
-	ctx  *ctxObj
+	ctx  *ctxObj // the context that loaded it; nil for a library's module
+	dev  *device
 	sess *session
+	lib  *library // the library it is the code of, or nil
 	prog *client.Program
 	name string
 
@@ -39,29 +42,21 @@ type function struct {
 	cacheConfig  cu.CUfunc_cache
 }
 
-// library is a CUlibrary: a module whose kernels are looked up as CUkernels.
-type library struct {
-	h   uint64
-	mod *module
-
-	mu      sync.Mutex // guards kernels
-	kernels map[string]*kernel
-}
-
-// kernel is a CUkernel: a function of a library, usable wherever a CUfunction
-// is.
-type kernel struct {
-	h   uint64
-	lib *library
-	fn  *function
-}
-
 // loadImage loads the module image at addr in the current context.
 func (d *Driver) loadImage(t Thread, addr uintptr, label string) (*module, Result) {
 	c, s, r := d.currentSession(t)
 	if r != cu.CUDA_SUCCESS {
 		return nil, r
 	}
+	data, r := d.readImage(addr, label)
+	if r != cu.CUDA_SUCCESS {
+		return nil, r
+	}
+	return d.loadBytes(c, s, nil, data, label)
+}
+
+// readImage returns the module image at addr, in the application's memory.
+func (d *Driver) readImage(addr uintptr, label string) ([]byte, Result) {
 	img, err := findImage(rawMem{}, uint64(addr))
 	if err != nil {
 		d.log.Printf("%s: %v", label, err)
@@ -72,19 +67,26 @@ func (d *Driver) loadImage(t Thread, addr uintptr, label string) (*module, Resul
 		d.log.Printf("%s: text that is not PTX (no .version directive)", label)
 		return nil, cu.CUDA_ERROR_INVALID_IMAGE
 	}
-	return d.loadBytes(c, s, data, label)
+	return data, cu.CUDA_SUCCESS
 }
 
-// loadBytes loads an image held in data (which is only read during the call).
-func (d *Driver) loadBytes(c *ctxObj, s *session, data []byte, label string) (*module, Result) {
+// loadBytes loads an image held in data (which is only read during the call)
+// into session s, for context c or library l (one of them nil).
+func (d *Driver) loadBytes(c *ctxObj, s *session, l *library, data []byte, label string) (*module, Result) {
 	p, err := s.s.LoadProgram(bg, data, label)
 	if err != nil {
-		if d.log.Tracing(TraceCalls) {
+		r := resultOf(opLoad, err)
+		// A refusal is a decision the user must hear of even untraced: a
+		// program may ignore the error (CuPy ignores CUB's) and print
+		// whatever the memory held.
+		if c := v1.CodeOf(err); c == v1.CodeUnsupported || c == v1.CodePermissionDenied {
+			d.log.Once("refused-load:"+err.Error(), "%s: refused by gpuos, returning %s: %v", label, r.Name(), err)
+		} else if d.log.Tracing(TraceCalls) {
 			d.log.Printf("%s: %v", label, err)
 		}
-		return nil, resultOf(opLoad, err)
+		return nil, r
 	}
-	m := &module{ctx: c, sess: s, prog: p, name: label, funcs: make(map[string]*function)}
+	m := &module{ctx: c, dev: s.dev, sess: s, lib: l, prog: p, name: label, funcs: make(map[string]*function)}
 	m.h = d.modules.add(m)
 	return m, cu.CUDA_SUCCESS
 }
@@ -110,7 +112,7 @@ func (d *Driver) ModuleLoad(t Thread, path string) (uint64, Result) {
 	if err != nil {
 		return 0, cu.CUDA_ERROR_FILE_NOT_FOUND
 	}
-	m, r := d.loadBytes(c, s, data, path)
+	m, r := d.loadBytes(c, s, nil, data, path)
 	if r != cu.CUDA_SUCCESS {
 		return 0, r
 	}
@@ -134,10 +136,8 @@ func (d *Driver) ModuleUnload(h uint64) Result {
 	if r != cu.CUDA_SUCCESS {
 		return r
 	}
-	for _, l := range d.libraries.each() {
-		if l.mod == m {
-			return cu.CUDA_ERROR_INVALID_HANDLE
-		}
+	if m.lib != nil {
+		return cu.CUDA_ERROR_INVALID_HANDLE
 	}
 	return d.unloadModule(m)
 }
@@ -189,7 +189,7 @@ func (d *Driver) moduleFunction(m *module, name string) (*function, Result) {
 	for _, p := range info.Params {
 		f.paramSize = max(f.paramSize, p.Offset+p.Size)
 	}
-	f.maxDynShared = defaultDynShared(m.ctx.dev, info)
+	f.maxDynShared = defaultDynShared(m.dev, info)
 	f.h = d.functions.add(f)
 	m.funcs[name] = f
 	return f, cu.CUDA_SUCCESS
@@ -230,36 +230,25 @@ func (d *Driver) ModuleFunctions(h uint64) ([]uint64, Result) {
 	return out, cu.CUDA_SUCCESS
 }
 
-// function returns the function h names: a CUfunction or a CUkernel.
-func (d *Driver) function(h uint64) (*function, Result) {
-	switch handleKind(h) {
-	case kindFunction:
-		if f := d.functions.get(h); f != nil {
-			return f, cu.CUDA_SUCCESS
-		}
-	case kindKernel:
-		if k := d.kernels.get(h); k != nil {
-			return k.fn, cu.CUDA_SUCCESS
-		}
-	}
-	if r := d.ready(); r != cu.CUDA_SUCCESS {
-		return nil, r
-	}
-	return nil, cu.CUDA_ERROR_INVALID_HANDLE
-}
-
 // FuncGetModule is cuFuncGetModule.
-func (d *Driver) FuncGetModule(h uint64) (uint64, Result) {
-	f, r := d.function(h)
+func (d *Driver) FuncGetModule(t Thread, h uint64) (uint64, Result) {
+	f, r := d.function(t, h, AnyDevice)
 	if r != cu.CUDA_SUCCESS {
 		return 0, r
 	}
 	return f.mod.h, cu.CUDA_SUCCESS
 }
 
-// FuncGetName is cuFuncGetName (and cuKernelGetName).
-func (d *Driver) FuncGetName(h uint64) (string, Result) {
-	f, r := d.function(h)
+// FuncGetName is cuFuncGetName (and cuKernelGetName, which needs no load).
+func (d *Driver) FuncGetName(t Thread, h uint64) (string, Result) {
+	if handleKind(h) == kindKernel {
+		k, r := d.kernel(h)
+		if r != cu.CUDA_SUCCESS {
+			return "", r
+		}
+		return k.name, cu.CUDA_SUCCESS
+	}
+	f, r := d.function(t, h, AnyDevice)
 	if r != cu.CUDA_SUCCESS {
 		return "", r
 	}
@@ -267,8 +256,8 @@ func (d *Driver) FuncGetName(h uint64) (string, Result) {
 }
 
 // FuncGetParamInfo is cuFuncGetParamInfo (and cuKernelGetParamInfo).
-func (d *Driver) FuncGetParamInfo(h uint64, index uint64) (offset, size uint64, r Result) {
-	f, r := d.function(h)
+func (d *Driver) FuncGetParamInfo(t Thread, h uint64, index uint64) (offset, size uint64, r Result) {
+	f, r := d.function(t, h, AnyDevice)
 	if r != cu.CUDA_SUCCESS {
 		return 0, 0, r
 	}
@@ -277,159 +266,6 @@ func (d *Driver) FuncGetParamInfo(h uint64, index uint64) (offset, size uint64, 
 	}
 	p := f.info.Params[index]
 	return uint64(p.Offset), uint64(p.Size), cu.CUDA_SUCCESS
-}
-
-// ---- libraries ----------------------------------------------------------------
-
-// LibraryLoadData is cuLibraryLoadData: the image is loaded at once in the
-// current context (gpuos has no lazy loading).
-func (d *Driver) LibraryLoadData(t Thread, code uintptr) (uint64, Result) {
-	m, r := d.loadImage(t, code, "cuLibraryLoadData")
-	if r != cu.CUDA_SUCCESS {
-		return 0, r
-	}
-	return d.newLibrary(m), cu.CUDA_SUCCESS
-}
-
-// LibraryLoadFromFile is cuLibraryLoadFromFile.
-func (d *Driver) LibraryLoadFromFile(t Thread, path string) (uint64, Result) {
-	mh, r := d.ModuleLoad(t, path)
-	if r != cu.CUDA_SUCCESS {
-		return 0, r
-	}
-	return d.newLibrary(d.modules.get(mh)), cu.CUDA_SUCCESS
-}
-
-func (d *Driver) newLibrary(m *module) uint64 {
-	l := &library{mod: m, kernels: make(map[string]*kernel)}
-	l.h = d.libraries.add(l)
-	return l.h
-}
-
-func (d *Driver) library(h uint64) (*library, Result) {
-	if r := d.ready(); r != cu.CUDA_SUCCESS {
-		return nil, r
-	}
-	l := d.libraries.get(h)
-	if l == nil {
-		return nil, cu.CUDA_ERROR_INVALID_HANDLE
-	}
-	return l, cu.CUDA_SUCCESS
-}
-
-// LibraryUnload is cuLibraryUnload.
-func (d *Driver) LibraryUnload(h uint64) Result {
-	l, r := d.library(h)
-	if r != cu.CUDA_SUCCESS {
-		return r
-	}
-	return d.unloadLibrary(l)
-}
-
-func (d *Driver) unloadLibrary(l *library) Result {
-	if d.libraries.remove(l.h) == nil {
-		return cu.CUDA_ERROR_INVALID_HANDLE
-	}
-	l.mu.Lock()
-	for _, k := range l.kernels {
-		d.kernels.remove(k.h)
-	}
-	l.kernels = nil
-	l.mu.Unlock()
-	return d.unloadModule(l.mod)
-}
-
-// LibraryGetKernel is cuLibraryGetKernel: CUDA_ERROR_NOT_FOUND for an unknown
-// name.
-func (d *Driver) LibraryGetKernel(h uint64, name string) (uint64, Result) {
-	l, r := d.library(h)
-	if r != cu.CUDA_SUCCESS {
-		return 0, r
-	}
-	k, r := d.libraryKernel(l, name)
-	if r != cu.CUDA_SUCCESS {
-		return 0, r
-	}
-	return k.h, cu.CUDA_SUCCESS
-}
-
-func (d *Driver) libraryKernel(l *library, name string) (*kernel, Result) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.kernels == nil {
-		return nil, cu.CUDA_ERROR_INVALID_HANDLE
-	}
-	if k := l.kernels[name]; k != nil {
-		return k, cu.CUDA_SUCCESS
-	}
-	f, r := d.moduleFunction(l.mod, name)
-	if r != cu.CUDA_SUCCESS {
-		return nil, r
-	}
-	k := &kernel{lib: l, fn: f}
-	k.h = d.kernels.add(k)
-	l.kernels[name] = k
-	return k, cu.CUDA_SUCCESS
-}
-
-// LibraryKernels lists a library's kernels (cuLibraryGetKernelCount,
-// cuLibraryEnumerateKernels).
-func (d *Driver) LibraryKernels(h uint64) ([]uint64, Result) {
-	l, r := d.library(h)
-	if r != cu.CUDA_SUCCESS {
-		return nil, r
-	}
-	var out []uint64
-	for _, name := range l.mod.prog.Kernels() {
-		k, r := d.libraryKernel(l, name)
-		if r != cu.CUDA_SUCCESS {
-			return nil, r
-		}
-		out = append(out, k.h)
-	}
-	return out, cu.CUDA_SUCCESS
-}
-
-// LibraryGetModule is cuLibraryGetModule.
-func (d *Driver) LibraryGetModule(h uint64) (uint64, Result) {
-	l, r := d.library(h)
-	if r != cu.CUDA_SUCCESS {
-		return 0, r
-	}
-	return l.mod.h, cu.CUDA_SUCCESS
-}
-
-// LibraryGetGlobal is cuLibraryGetGlobal.
-func (d *Driver) LibraryGetGlobal(h uint64, name string) (addr, size uint64, r Result) {
-	l, r := d.library(h)
-	if r != cu.CUDA_SUCCESS {
-		return 0, 0, r
-	}
-	return d.ModuleGetGlobal(l.mod.h, name)
-}
-
-// KernelGetFunction is cuKernelGetFunction.
-func (d *Driver) KernelGetFunction(h uint64) (uint64, Result) {
-	if r := d.ready(); r != cu.CUDA_SUCCESS {
-		return 0, r
-	}
-	k := d.kernels.get(h)
-	if k == nil {
-		return 0, cu.CUDA_ERROR_INVALID_HANDLE
-	}
-	return k.fn.h, cu.CUDA_SUCCESS
-}
-
-// KernelGetLibrary is cuKernelGetLibrary.
-func (d *Driver) KernelGetLibrary(h uint64) (uint64, Result) {
-	if r := d.ready(); r != cu.CUDA_SUCCESS {
-		return 0, r
-	}
-	k := d.kernels.get(h)
-	if k == nil {
-		return 0, cu.CUDA_ERROR_INVALID_HANDLE
-	}
-	return k.lib.h, cu.CUDA_SUCCESS
 }
 
 // String describes a function for logs.

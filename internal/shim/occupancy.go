@@ -21,7 +21,7 @@ func roundUp(v, unit uint64) uint64 { return (v + unit - 1) / unit * unit }
 // blocksPerSM is how many blocks of f with blockSize threads and dynShared
 // bytes of dynamic shared memory fit on one SM.
 func blocksPerSM(f *function, blockSize uint64, dynShared uint64) uint64 {
-	dv := f.mod.ctx.dev
+	dv := f.mod.dev
 	a := func(x cu.CUdevice_attribute) uint64 { return uint64(max(dv.attr(x), 0)) }
 	warp := max(a(cu.CU_DEVICE_ATTRIBUTE_WARP_SIZE), 1)
 	if blockSize == 0 || blockSize > uint64(f.maxThreads()) {
@@ -57,8 +57,8 @@ func blocksPerSM(f *function, blockSize uint64, dynShared uint64) uint64 {
 // OccupancyMaxActiveBlocks is cuOccupancyMaxActiveBlocksPerMultiprocessor
 // (WithFlags: the only flag changes caching, which does not change the
 // count).
-func (d *Driver) OccupancyMaxActiveBlocks(fh uint64, blockSize int32, dynShared uint64, flags uint32) (int32, Result) {
-	f, r := d.function(fh)
+func (d *Driver) OccupancyMaxActiveBlocks(t Thread, fh uint64, blockSize int32, dynShared uint64, flags uint32) (int32, Result) {
+	f, r := d.function(t, fh, AnyDevice)
 	if r != cu.CUDA_SUCCESS {
 		return 0, r
 	}
@@ -72,15 +72,15 @@ func (d *Driver) OccupancyMaxActiveBlocks(fh uint64, blockSize int32, dynShared 
 // block size (a multiple of the warp size, at most limit when limit > 0) with
 // the most threads per SM, and the grid that fills the device with it.
 // sharedFor, if not nil, gives the dynamic shared memory a block size needs.
-func (d *Driver) OccupancyMaxPotentialBlockSize(fh uint64, sharedFor func(blockSize int32) uint64, dynShared uint64, limit int32, flags uint32) (minGrid, blockSize int32, r Result) {
-	f, r := d.function(fh)
+func (d *Driver) OccupancyMaxPotentialBlockSize(t Thread, fh uint64, sharedFor func(blockSize int32) uint64, dynShared uint64, limit int32, flags uint32) (minGrid, blockSize int32, r Result) {
+	f, r := d.function(t, fh, AnyDevice)
 	if r != cu.CUDA_SUCCESS {
 		return 0, 0, r
 	}
 	if flags > uint32(cu.CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE) || limit < 0 {
 		return 0, 0, cu.CUDA_ERROR_INVALID_VALUE
 	}
-	dv := f.mod.ctx.dev
+	dv := f.mod.dev
 	warp := uint64(max(dv.attr(cu.CU_DEVICE_ATTRIBUTE_WARP_SIZE), 1))
 	most := uint64(f.maxThreads())
 	if limit > 0 {
@@ -111,8 +111,8 @@ func (d *Driver) OccupancyMaxPotentialBlockSize(fh uint64, sharedFor func(blockS
 // OccupancyAvailableDynamicSMemPerBlock is
 // cuOccupancyAvailableDynamicSMemPerBlock: the most dynamic shared memory a
 // block may use for numBlocks blocks of blockSize threads to fit on an SM.
-func (d *Driver) OccupancyAvailableDynamicSMemPerBlock(fh uint64, numBlocks, blockSize int32) (uint64, Result) {
-	f, r := d.function(fh)
+func (d *Driver) OccupancyAvailableDynamicSMemPerBlock(t Thread, fh uint64, numBlocks, blockSize int32) (uint64, Result) {
+	f, r := d.function(t, fh, AnyDevice)
 	if r != cu.CUDA_SUCCESS {
 		return 0, r
 	}
@@ -122,7 +122,7 @@ func (d *Driver) OccupancyAvailableDynamicSMemPerBlock(fh uint64, numBlocks, blo
 	if blocksPerSM(f, uint64(blockSize), 0) < uint64(numBlocks) {
 		return 0, cu.CUDA_SUCCESS
 	}
-	dv := f.mod.ctx.dev
+	dv := f.mod.dev
 	a := func(x cu.CUdevice_attribute) uint64 { return uint64(max(dv.attr(x), 0)) }
 	share := a(cu.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) / uint64(numBlocks)
 	reserved := a(cu.CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK)

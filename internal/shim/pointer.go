@@ -46,14 +46,15 @@ const accessReadWrite = 3
 // pointerInfo is what the shim knows about an address.
 type pointerInfo struct {
 	memType    cu.CUmemorytype
-	ctx        *ctxObj
+	ctx        *ctxObj // nil for host memory of no context and a library's globals
+	dev        *device // the device of device memory
 	base, size uint64
 	id         uint64
 }
 
 func (d *Driver) pointerInfo(ptr uint64) (pointerInfo, bool) {
 	if a := d.mem.find(ptr, 1); a != nil {
-		return pointerInfo{memType: cu.CU_MEMORYTYPE_DEVICE, ctx: a.ctx, base: a.base, size: a.size, id: a.id}, true
+		return pointerInfo{memType: cu.CU_MEMORYTYPE_DEVICE, ctx: a.ctx, dev: a.sess.dev, base: a.base, size: a.size, id: a.id}, true
 	}
 	if h := d.host.find(ptr, 1); h != nil {
 		return pointerInfo{memType: cu.CU_MEMORYTYPE_HOST, ctx: h.ctx, base: h.base, size: h.size, id: h.id}, true
@@ -86,6 +87,16 @@ func (p pointerInfo) attribute(attr cu.CUpointer_attribute, ptr uint64) (uint64,
 	device := p.memType == cu.CU_MEMORYTYPE_DEVICE
 	switch attr {
 	case cu.CU_POINTER_ATTRIBUTE_CONTEXT:
+		if p.ctx == nil && p.dev != nil {
+			// A library's global lives in every context of its device:
+			// the primary context stands for them.
+			p.dev.mu.Lock()
+			c := p.dev.primary
+			p.dev.mu.Unlock()
+			if c != nil {
+				return c.h, cu.CUDA_SUCCESS
+			}
+		}
 		if p.ctx == nil {
 			return 0, cu.CUDA_SUCCESS
 		}
@@ -105,10 +116,13 @@ func (p pointerInfo) attribute(attr cu.CUpointer_attribute, ptr uint64) (uint64,
 	case cu.CU_POINTER_ATTRIBUTE_BUFFER_ID, cu.CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
 		return p.id, cu.CUDA_SUCCESS
 	case cu.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-		if p.ctx == nil {
-			return 0, cu.CUDA_SUCCESS
+		switch {
+		case p.dev != nil:
+			return uint64(p.dev.ordinal), cu.CUDA_SUCCESS
+		case p.ctx != nil:
+			return uint64(p.ctx.dev.ordinal), cu.CUDA_SUCCESS
 		}
-		return uint64(p.ctx.dev.ordinal), cu.CUDA_SUCCESS
+		return 0, cu.CUDA_SUCCESS
 	case cu.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, cu.CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
 		return p.base, cu.CUDA_SUCCESS
 	case cu.CU_POINTER_ATTRIBUTE_RANGE_SIZE, cu.CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
