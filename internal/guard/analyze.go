@@ -44,12 +44,46 @@ type hoisted struct {
 }
 
 // hcheck is one hoisted check: [reg+off, reg+off+width) inside the space,
-// reg+off aligned.
+// reg+off aligned to align. After merge, width is the span of all the
+// register's accesses and need not be a power of two.
 type hcheck struct {
 	off     int64
 	width   int
 	align   int
 	ok, okI *ptx.Reg // the result as a predicate and as 0/1
+}
+
+// mergedCheck returns one check of the whole range the checks ks cover,
+// [reg+min offset, reg+max end), when one alignment of its start implies
+// every access's: each access's offset from the lowest is a multiple of its
+// own alignment, and the start is checked for the largest. The spaces are
+// contiguous ranges (the window, the block's shared memory, the local and
+// const spans), so the ends being inside puts everything between inside.
+// Only the checks of one segment are merged: its accesses all execute
+// together, so the range holds no address the thread does not access (a
+// merge across segments would check offsets of accesses this thread skips:
+// in[g-2] under g >= 2). An unrolled tile loop's 32 offsets cost one check
+// and keep one predicate live instead of 32 (ptxas otherwise kept the
+// checks' values in registers: the tiled GEMM failed to launch).
+func (h *hoisted) mergedCheck(ks []int) (hcheck, bool) {
+	c0 := h.checks[ks[0]]
+	lo, end, al := c0.off, c0.off+int64(c0.width), 1
+	for _, k := range ks {
+		c := h.checks[k]
+		lo = min(lo, c.off)
+		end = max(end, c.off+int64(c.width))
+		al = max(al, c.align)
+	}
+	for _, k := range ks {
+		c := h.checks[k]
+		if (c.off-lo)%int64(c.align) != 0 {
+			return hcheck{}, false
+		}
+	}
+	if end-lo > 1<<30 {
+		return hcheck{}, false
+	}
+	return hcheck{off: lo, width: int(end - lo), align: al}, true
 }
 
 // provenReg reports whether an access at [reg+off] needs no check of its own
@@ -211,7 +245,7 @@ func analyze(r *fnRewriter) *facts {
 				h.guarded[k] = true
 			}
 		}
-		if !okAll || len(h.checks) > 64 {
+		if !okAll || len(h.checks) > 256 {
 			continue
 		}
 		if (h.space == spGlobal && bits != 64) || (h.space == spShared && bits != 32) {

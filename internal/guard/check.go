@@ -439,14 +439,34 @@ func (r *fnRewriter) sharedCmps(pc *piece, acc access, ea ptx.Operand, bits int)
 }
 
 func (r *fnRewriter) shared32(pc *piece, s ptx.Operand, width int) {
-	if width == 1 {
-		pc.cmps = append(pc.cmps, cmp{"lt", "u32", s, r.sharedLimit()})
+	r.sharedSpan(pc, s, width, width)
+}
+
+// sharedSpan: [s, s+span) inside the block's shared memory and s aligned
+// to align (a power of two): s rotated right by log2(align) is below
+// sharedLimitSpan. One funnel shift and one compare, whatever the span.
+func (r *fnRewriter) sharedSpan(pc *piece, s ptx.Operand, span, align int) {
+	k := log2(align)
+	t := s
+	if k > 0 {
+		t = r.w()
+		pc.pre = append(pc.pre, ins("shf.r.wrap.b32", t, s, s, imm(int64(k))))
+	}
+	pc.cmps = append(pc.cmps, cmp{"lt", "u32", t, r.sharedLimitSpan(span, k)})
+}
+
+// globalSpan: [ea, ea+span) inside the window and ea aligned to align. The
+// window is one contiguous range, so checking the first and the last byte
+// covers the rest.
+func (r *fnRewriter) globalSpan(pc *piece, ea ptx.Operand, span, align int) {
+	if span == align {
+		r.globalCmps(pc, access{width: span, align: align}, ea)
 		return
 	}
-	k := log2(width)
-	t := r.w()
-	pc.pre = append(pc.pre, ins("shf.r.wrap.b32", t, s, s, imm(int64(k))))
-	pc.cmps = append(pc.cmps, cmp{"lt", "u32", t, r.sharedLimitK(k)})
+	t, last, t2 := r.q(), r.q(), r.q()
+	pc.pre = append(pc.pre, ins("and.b64", t, ea, r.mask(align)),
+		ins("add.s64", last, ea, imm(int64(span-1))), ins("and.b64", t2, last, r.mask(1)))
+	pc.cmps = append(pc.cmps, cmp{"eq", "u64", t, r.needLo()}, cmp{"eq", "u64", t2, r.needLo()})
 }
 
 // rangeCmps: lo <= ea and ea+width <= lo+size, and ea aligned.

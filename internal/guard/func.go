@@ -3,6 +3,7 @@ package guard
 import (
 	"fmt"
 	"math/bits"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -22,10 +23,10 @@ type fnRewriter struct {
 
 	// Values the prologue computes, created on first use.
 	lo, smask, n, a, gbase, shLim, gsb *ptx.Reg
-	masks                              map[int]*ptx.Reg // smask | (width-1), by width
-	shLimK                             map[int]*ptx.Reg // shLim >> k, by k
-	local                              *spanRange       // the function's own .local variables
-	cnst, gconst, gparam               *spanRange       // const space, and generic const/param ranges
+	masks                              map[int]*ptx.Reg   // smask | (width-1), by width
+	shLimK                             map[spanK]*ptx.Reg // (shLim - span + 2^k) >> k, clamped at 0
+	local                              *spanRange         // the function's own .local variables
+	cnst, gconst, gparam               *spanRange         // const space, and generic const/param ranges
 	shLim64                            *ptx.Reg
 	localGeneric                       *ptx.Reg // the generic address of local.lo
 
@@ -61,7 +62,7 @@ type cached struct{ ok, bad *ptx.Reg }
 
 func (g *guarder) function(f *ptx.Function, id int) error {
 	r := &fnRewriter{g: g, f: f, id: int64(id), regs: map[string]ptx.Type{}, families: map[string]ptx.Type{},
-		masks: map[int]*ptx.Reg{}, shLimK: map[int]*ptx.Reg{}, shared: map[string]*ptx.Var{}, params: map[string]*ptx.Var{},
+		masks: map[int]*ptx.Reg{}, shLimK: map[spanK]*ptx.Reg{}, shared: map[string]*ptx.Var{}, params: map[string]*ptx.Var{},
 		branchTgt: map[string]int{}, callTgt: map[string][]string{}}
 	r.index()
 	ptx.Inspect(f.Body, func(n ptx.Node) bool {
@@ -231,6 +232,9 @@ func (r *fnRewriter) mask(width int) *ptx.Reg {
 	if r.smask == nil {
 		r.smask = r.q()
 	}
+	if width == 1 {
+		return r.smask
+	}
 	m, ok := r.masks[width]
 	if !ok {
 		m = r.q()
@@ -253,15 +257,26 @@ func (r *fnRewriter) sharedLimit() *ptx.Reg {
 	return r.shLim
 }
 
-func (r *fnRewriter) sharedLimitK(k int) *ptx.Reg {
+// spanK keys the shared limits: a range of span bytes whose start is
+// aligned to 2^k.
+type spanK struct{ span, k int }
+
+// sharedLimitK is the bound of a rotated shared address for an access of
+// 2^k bytes aligned to its width (see shared32).
+func (r *fnRewriter) sharedLimitK(k int) *ptx.Reg { return r.sharedLimitSpan(1<<k, k) }
+
+// sharedLimitSpan is (limit - span + 2^k) >> k, 0 when that is negative: a
+// start s aligned to 2^k has s+span <= limit exactly when s>>k is below it.
+func (r *fnRewriter) sharedLimitSpan(span, k int) *ptx.Reg {
 	r.sharedLimit()
-	if k == 0 {
+	if span == 1 && k == 0 {
 		return r.shLim
 	}
-	l, ok := r.shLimK[k]
+	key := spanK{span, k}
+	l, ok := r.shLimK[key]
 	if !ok {
 		l = r.w()
-		r.shLimK[k] = l
+		r.shLimK[key] = l
 	}
 	return l
 }
@@ -344,8 +359,17 @@ func (r *fnRewriter) finish() {
 		add(ins("mov.u32", t, &ptx.Reg{Name: "%total_smem_size"}))
 		add(ins("ld.const.u32", r.shLim, addr(pv, paramReserve)))
 		add(ins("add.u32", r.shLim, r.shLim, t))
-		for _, k := range sortedKeys(r.shLimK) {
-			add(ins("shr.u32", r.shLimK[k], r.shLim, imm(int64(k))))
+		for _, sk := range sortedSpanKeys(r.shLimK) {
+			l := r.shLimK[sk]
+			if d := sk.span - 1<<sk.k; d != 0 {
+				// limit < 2^31 (shared memory is at most a few hundred KiB),
+				// so the signed subtraction cannot wrap.
+				add(ins("sub.s32", l, r.shLim, imm(int64(d))))
+				add(ins("max.s32", l, l, imm(0)))
+				add(ins("shr.u32", l, l, imm(int64(sk.k))))
+			} else {
+				add(ins("shr.u32", l, r.shLim, imm(int64(sk.k))))
+			}
 		}
 		if r.shLim64 != nil {
 			add(ins("cvt.u64.u32", r.shLim64, r.shLim))
@@ -439,6 +463,20 @@ func sortedKeys[V any](m map[int]V) []int {
 			ks[j], ks[j-1] = ks[j-1], ks[j]
 		}
 	}
+	return ks
+}
+
+func sortedSpanKeys(m map[spanK]*ptx.Reg) []spanK {
+	ks := make([]spanK, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		if ks[i].span != ks[j].span {
+			return ks[i].span < ks[j].span
+		}
+		return ks[i].k < ks[j].k
+	})
 	return ks
 }
 

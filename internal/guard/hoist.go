@@ -41,36 +41,35 @@ func (r *fnRewriter) checkInt(c *hcheck) *ptx.Reg {
 	return c.okI
 }
 
-// hoistCheck emits, right after the register's definition, each of its
-// checks, and for each set of checks that accesses without a guard of their
-// own use together, their AND.
+// hoistCheck emits, right after the register's definition, the check of
+// each set of accesses that a segment executes together (one range check
+// when mergedCheck allows, else the AND of the accesses' own checks), and
+// the own check of each access with a guard of its own.
 func (r *fnRewriter) hoistCheck(h *hoisted) []ptx.Stmt {
 	if h == nil || h.done {
 		return nil
 	}
 	h.done = true
 	var out []ptx.Stmt
-	reg := &ptx.Reg{Name: h.reg}
-	preds := make([]*ptx.Reg, len(h.checks))
-	for i := range h.checks {
-		c := &h.checks[i]
+	// emit checks one range into a fresh predicate.
+	emit := func(c hcheck) *ptx.Reg {
 		r.g.res.Stats.Checked++
-		acc := access{space: h.space, width: c.width, align: c.align}
 		pc := piece{}
-		var ea ptx.Operand = reg
+		var ea ptx.Operand = &ptx.Reg{Name: h.reg}
 		if c.off != 0 {
 			t, op := r.q(), "add.s64"
 			if h.bits == 32 {
 				t, op = r.w(), "add.s32"
 			}
-			pc.pre = append(pc.pre, ins(op, t, reg, imm(c.off)))
+			pc.pre = append(pc.pre, ins(op, t, ea, imm(c.off)))
 			ea = t
 		}
+		acc := access{space: h.space, width: c.width, align: c.align}
 		switch h.space {
 		case spShared:
-			r.sharedCmps(&pc, acc, ea, 32)
+			r.sharedSpan(&pc, ea, c.width, c.align)
 		case spGlobal:
-			r.globalCmps(&pc, acc, ea)
+			r.globalSpan(&pc, ea, c.width, c.align)
 		case spLocal:
 			ea = r.widen(&pc, target{ea: ea, bits: h.bits})
 			r.localCmps(&pc, acc, ea)
@@ -81,9 +80,19 @@ func (r *fnRewriter) hoistCheck(h *hoisted) []ptx.Stmt {
 		out = append(out, pc.pre...)
 		pre, p := r.conj(pc.cmps, nil)
 		out = append(out, pre...)
-		preds[i] = p
-		if h.guarded[i] {
-			out = append(out, ins("selp.u32", r.checkInt(c), imm(1), imm(0), p))
+		return p
+	}
+	preds := make([]*ptx.Reg, len(h.checks))
+	own := func(k int) *ptx.Reg {
+		if preds[k] == nil {
+			preds[k] = emit(h.checks[k])
+		}
+		return preds[k]
+	}
+	for k := range h.checks {
+		if h.guarded[k] {
+			c := &h.checks[k]
+			out = append(out, ins("selp.u32", r.checkInt(c), imm(1), imm(0), own(k)))
 		}
 	}
 	done := map[string]bool{}
@@ -100,10 +109,18 @@ func (r *fnRewriter) hoistCheck(h *hoisted) []ptx.Stmt {
 		}
 		done[key] = true
 		p := r.setReg(h, ks)
-		out = append(out, ins("mov.pred", p, preds[ks[0]]))
-		for _, k := range ks[1:] {
-			out = append(out, ins("and.pred", p, p, preds[k]))
+		var q *ptx.Reg
+		if mc, ok := h.mergedCheck(ks); ok {
+			q = emit(mc)
+		} else {
+			q = own(ks[0])
+			for _, k := range ks[1:] {
+				t := r.p()
+				out = append(out, ins("and.pred", t, q, own(k)))
+				q = t
+			}
 		}
+		out = append(out, ins("mov.pred", p, q))
 	}
 	return out
 }
