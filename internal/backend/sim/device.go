@@ -36,6 +36,7 @@ type Device struct {
 	vtime atomic.Uint64 // latest end time of completed work
 
 	engines [numEngines]engine
+	sms     *smPool // Options.ConcurrentKernels: the compute engine's SMs
 
 	// qmu orders enqueues: stream queues, engine links and event records
 	// change together under it, so every engine runs its commands in the
@@ -62,6 +63,9 @@ func newDevice(b *simBackend, ordinal int) *Device {
 	d.ctx, d.cancel = context.WithCancel(background)
 	for i := range d.engines {
 		d.engines[i].kind = engineKind(i)
+	}
+	if b.opts.ConcurrentKernels {
+		d.sms = newSMPool(b.opts.SMs)
 	}
 	return d
 }
@@ -96,6 +100,12 @@ func (d *Device) Lost() error {
 // VirtualTime is the latest end time of completed device work, in simulated
 // time since Open. After a synchronization it is exactly reproducible.
 func (d *Device) VirtualTime() time.Duration { return nsDuration(d.vtime.Load()) }
+
+// HostTime is the latest device time the host has seen (through a
+// synchronization, a query or an event): work enqueued now starts no
+// earlier. With ConcurrentKernels, work already placed may end well after
+// it, so it, not VirtualTime, is "now" for a command being submitted.
+func (d *Device) HostTime() time.Duration { return nsDuration(d.floor.Load()) }
 
 // Info describes the device.
 func (d *Device) Info() backend.DeviceInfo {

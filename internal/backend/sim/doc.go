@@ -21,6 +21,9 @@
 //     parallel on Options.Workers goroutines; device-to-device copies and
 //     memsets), one host-to-device and one device-to-host copy engine. Each
 //     engine runs its commands in the order they were enqueued on the device.
+//     With Options.ConcurrentKernels the compute engine is instead
+//     Options.SMs SMs of one block each, and kernels of different streams
+//     run side by side when SMs are free (see "Concurrent kernels").
 //   - Streams: a goroutine per stream runs its commands in order. Events,
 //     cross-stream and cross-device waits, and callbacks (run on the stream's
 //     goroutine with the stream's first error) behave as in CUDA. A stream's
@@ -60,15 +63,33 @@
 // every run and machine. (Device).VirtualTime and (*Stream).VirtualTime
 // expose the clock to the scheduler.
 //
+// # Concurrent kernels
+//
+// A GPU runs kernels of different streams at once when SMs are free, so two
+// tenants' kernels overlap and finish in an order that is not the order they
+// were issued — what a scheduler that times work with events must cope with.
+// Options.ConcurrentKernels models it: kernels still reach the compute
+// engine in enqueue order, but there each block takes the SM that frees
+// first, no earlier than its kernel's arrival (the latest of its stream's
+// previous command, awaited events and the host floor) plus LaunchOverhead,
+// and runs for the kernel's time alone divided by its waves
+// (ceil(blocks / SMs)). A kernel alone thus takes what it takes one at a
+// time; a kernel that leaves SMs free lets the next one start beside it.
+// HostTime, not VirtualTime, is then "now" for new work: VirtualTime is the
+// end of everything placed, which may be far ahead.
+//
 // # What it does not model
 //
 //   - No SASS: a cubin, or a fatbin without PTX for sm_90 or lower, is
 //     ErrSASS (matching backend.ErrUnsupported).
-//   - No real concurrency between kernels, and no preemption or priority
-//     between streams: priorities are recorded (Stream.Priority) for the
-//     scheduler. Because an engine takes commands in enqueue order, a command
-//     that waits for another stream holds back later commands on its engine
-//     (the real hardware could run them first).
+//   - No preemption or priority between streams: priorities are recorded
+//     (Stream.Priority) for the scheduler. Because an engine takes commands
+//     in enqueue order, a command that waits for another stream holds back
+//     later commands on its engine (the real hardware could run them
+//     first). With ConcurrentKernels a block placed keeps its SM: a kernel
+//     of a more urgent stream enqueued later gets only the SMs left, where a
+//     GPU would give it the next SM to free ahead of earlier kernels'
+//     pending blocks. Without the option, kernels never overlap.
 //   - No caches, no occupancy limits, no clock throttling, no ECC, no
 //     mapped host memory (kernels cannot read host memory), no managed
 //     memory, no peer access.

@@ -389,6 +389,10 @@ func (d *Device) runKernel(c *cmd) error {
 		sms:              d.opts.SMs,
 	})
 	c.end = c.start + uint64(cost.KernelTime(work, d.opts.SMs))
+	if d.sms != nil {
+		blocks := uint64(cfg.Grid[0]) * uint64(cfg.Grid[1]) * uint64(cfg.Grid[2])
+		d.placeKernel(c, c.end-c.start, uint64(cost.LaunchOverhead), blocks)
+	}
 	if err != nil {
 		if d.ctx.Err() != nil {
 			return fmt.Errorf("kernel %s: %w", f.name, ErrClosed)

@@ -88,6 +88,15 @@ type Options struct {
 	// MaxInstructions bounds the instructions of one launch (0: no bound); a
 	// kernel that passes it fails like a faulting one.
 	MaxInstructions uint64
+	// ConcurrentKernels runs kernels of different streams side by side when
+	// SMs are free, as a GPU does, instead of one at a time: each SM runs
+	// one block at a time and a kernel's blocks take the SMs that free
+	// first (see concurrent.go). A kernel alone takes the time it takes
+	// without the option. Device-to-device copies and memsets are spread
+	// over as many blocks as there are SMs. The device then reports one
+	// block per SM
+	// (MAX_BLOCKS_PER_MULTIPROCESSOR), so occupancy queries agree.
+	ConcurrentKernels bool
 }
 
 // normalize fills defaults and validates.

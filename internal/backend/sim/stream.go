@@ -228,7 +228,11 @@ func (s *Stream) exec(c *cmd) {
 	}
 	if c.prev != nil {
 		<-c.prev.done
-		ready = max(ready, c.prev.end)
+		// Concurrent kernels: the engine's order is only the order of
+		// placement; the SMs decide the start (concurrent.go).
+		if d.sms == nil || c.eng.kind != computeEngine {
+			ready = max(ready, c.prev.end)
+		}
 		c.prev = nil
 	}
 	if c.hold != nil {
@@ -289,6 +293,7 @@ func (s *Stream) do(c *cmd) error {
 		}
 	case cmdDtoD:
 		c.end = c.start + uint64(cost.CopyTime(CopyDtoD, c.n, false))
+		d.spread(c, cost.CopyOverhead)
 		dsts, err := d.as.resolve(c.dst, c.n)
 		if err != nil {
 			return d.fault(fmt.Errorf("copy device to device: destination: %w", err))
@@ -304,6 +309,7 @@ func (s *Stream) do(c *cmd) error {
 		return s.firstError()
 	case cmdMemset:
 		c.end = c.start + uint64(cost.CopyTime(CopyMemset, c.n, false))
+		d.spread(c, cost.CopyOverhead)
 		segs, err := d.as.resolve(c.dst, c.n)
 		if err != nil {
 			return d.fault(fmt.Errorf("memset: %w", err))
