@@ -37,6 +37,10 @@ type fnRewriter struct {
 	callTgt   map[string][]string // .calltargets label → functions
 
 	recorded bool // the function records violations: it needs the count registers and flushes
+	depth    int  // nesting of the block being rewritten; 0 for the body
+	labels   map[string]bool
+	lprefix  string       // a prefix no label of the function starts with
+	slow     []*slowFlush // out-of-line record writers, by the instruction they end with
 	cache    map[cacheKey]cached
 	facts    *facts
 }
@@ -85,12 +89,35 @@ func (g *guarder) function(f *ptx.Function, id int) error {
 	if err := r.block(f.Body, true); err != nil {
 		return err
 	}
-	// A body that falls off its end returns: flush there too.
+	// A body that falls off its end returns: flush there too. Then the
+	// out-of-line blocks that write the record.
 	if r.recorded {
-		f.Body.Stmts = append(f.Body.Stmts, r.flush(nil)...)
+		if !endsFlow(f.Body) {
+			ret := ins("ret")
+			f.Body.Stmts = append(f.Body.Stmts, r.flushOut(ret)...)
+			f.Body.Stmts = append(f.Body.Stmts, ret)
+		}
+		f.Body.Stmts = append(f.Body.Stmts, r.slowBlocks()...)
 	}
 	r.finish()
 	return nil
+}
+
+// endsFlow reports whether b's last statement is an unconditional ret, exit
+// or branch: nothing falls off its end.
+func endsFlow(b *ptx.Block) bool {
+	if len(b.Stmts) == 0 {
+		return false
+	}
+	in, ok := b.Stmts[len(b.Stmts)-1].(*ptx.Instruction)
+	if !ok || in.Guard != nil {
+		return false
+	}
+	switch in.Opcode {
+	case "ret", "exit", "bra":
+		return true
+	}
+	return false
 }
 
 // index records the function's declarations.
@@ -139,6 +166,27 @@ func (r *fnRewriter) index() {
 	for _, s := range r.f.Body.Stmts {
 		if v, ok := s.(*ptx.Var); ok && v.Space == ptx.SpaceLocal {
 			r.localVars = append(r.localVars, v)
+		}
+	}
+	r.labels = map[string]bool{}
+	ptx.Inspect(r.f.Body, func(n ptx.Node) bool {
+		if l, ok := n.(*ptx.Label); ok {
+			r.labels[l.Name] = true
+		}
+		return true
+	})
+	for i := 0; ; i++ {
+		p := "$gd" + strconv.Itoa(i) + "_"
+		clash := false
+		for l := range r.labels {
+			if strings.HasPrefix(l, p) {
+				clash = true
+				break
+			}
+		}
+		if !clash {
+			r.lprefix = p
+			break
 		}
 	}
 	for _, p := range append(append([]*ptx.Var{}, r.f.Params...), r.f.Returns...) {

@@ -1,6 +1,10 @@
 package guard
 
-import "github.com/gpuos/gpuos/internal/ptx"
+import (
+	"strconv"
+
+	"github.com/gpuos/gpuos/internal/ptx"
+)
 
 // Code that writes the fault record. It runs only on a violation (or at a
 // thread's return, predicated on the per-call count), so its cost is a few
@@ -73,6 +77,54 @@ func (r *fnRewriter) flush(gd *ptx.Guard) []ptx.Stmt {
 		ins("ld.const.u64", fw, addr(&ptx.Symbol{Name: ParamsVar}, paramFault)),
 		ins("setp.ne.and.u64", fp, fw, imm(0), fp))
 	return append(out, r.tail(fw, fp, imm(1), KindAccess, r.a)...)
+}
+
+// slowFlush is an out-of-line block at the end of the function: it writes
+// the fault record, then ends the way the flushing instruction did.
+type slowFlush struct {
+	label string
+	end   *ptx.Instruction // ret or exit, its modifiers kept, no guard
+}
+
+// flushOut is flush for a ret or exit of the function's body: two compares
+// and a branch, never taken unless the thread violated; the atomics that
+// write the record are out of line (slowBlocks), off the path every thread
+// runs at its end.
+func (r *fnRewriter) flushOut(in *ptx.Instruction) []ptx.Stmt {
+	n := r.countReg()
+	fp := r.p()
+	out := []ptx.Stmt{
+		ins("setp.ne.u32", fp, n, imm(0)),
+		ins("setp.ne.or.u64", fp, r.a, r.needLo(), fp),
+	}
+	out = append(out, andGuard(r, fp, in.Guard)...)
+	name := in.Name()
+	var sf *slowFlush
+	for _, s := range r.slow {
+		if s.end.Name() == name {
+			sf = s
+		}
+	}
+	if sf == nil {
+		end := ins(name)
+		sf = &slowFlush{label: r.lprefix + "flush" + strconv.Itoa(len(r.slow)), end: end}
+		r.slow = append(r.slow, sf)
+	}
+	return append(out, when(ins("bra", &ptx.Symbol{Name: sf.label}), fp, false))
+}
+
+// slowBlocks are the out-of-line record writers flushOut branches to.
+func (r *fnRewriter) slowBlocks() []ptx.Stmt {
+	var out []ptx.Stmt
+	for _, sf := range r.slow {
+		fw, fp := r.q(), r.p()
+		out = append(out, &ptx.Label{Name: sf.label},
+			ins("ld.const.u64", fw, addr(&ptx.Symbol{Name: ParamsVar}, paramFault)),
+			ins("setp.ne.u64", fp, fw, imm(0)))
+		out = append(out, r.tail(fw, fp, imm(1), KindAccess, r.a)...)
+		out = append(out, sf.end)
+	}
+	return out
 }
 
 // andGuard ANDs a guard into predicate p.

@@ -6,6 +6,10 @@ import (
 
 // block rewrites the statements of b and of the blocks nested in it.
 func (r *fnRewriter) block(b *ptx.Block, top bool) error {
+	if !top {
+		r.depth++
+		defer func() { r.depth-- }()
+	}
 	r.cache = map[cacheKey]cached{}
 	out := make([]ptx.Stmt, 0, len(b.Stmts)+len(b.Stmts)/2)
 	for _, s := range b.Stmts {
@@ -94,6 +98,9 @@ func (r *fnRewriter) instruction(in *ptx.Instruction) ([]ptx.Stmt, error) {
 	case "ret", "exit":
 		if !r.recorded {
 			return []ptx.Stmt{in}, nil
+		}
+		if r.depth == 0 {
+			return append(r.flushOut(in), in), nil
 		}
 		return append(r.flush(in.Guard), in), nil
 	case "call":
