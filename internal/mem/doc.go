@@ -122,9 +122,24 @@
 // session runs before it can be evicted again; while only protected chunks
 // could make room, MakeResident waits and an allocation sleeps.
 //
-// Host swap memory is pinned in pieces of at most Options.SwapPiece, kept
-// for reuse (pinning is slow), and bounded by SwapLimit; an eviction that
-// does not fit fails the allocation that needed it with ErrOutOfMemory.
+// Host swap memory is pinned (AllocHost: page-locked, so the copies are
+// asynchronous DMA) in pieces of at most Options.SwapPiece, kept for reuse,
+// and bounded by SwapLimit; an eviction that does not fit fails the
+// allocation that needed it with ErrOutOfMemory. An eviction enqueues its
+// whole chunk, piece after piece, on the eviction stream and waits once; two
+// events around the copies time it on the device (SwapEvent.Copy).
+//
+// Pinning is the slow part: on the lent H100's host cuMemHostAlloc pins
+// about 2 GB/s while the copy runs at 55 GB/s, so an eviction that has to
+// pin its buffers first runs at the pinning rate. So the store pins ahead on
+// a goroutine of its own: Options.SwapReserve from the start, and once
+// evictions have begun, enough full pieces to keep Options.SwapAhead free;
+// an eviction during MakeResident that finds no free buffer waits for the
+// pass's swap-in copies in flight and reuses their buffers (tens of
+// milliseconds) before it would pin (most of a second per GiB). What an
+// eviction still pins is reported apart from its copy (SwapEvent.Pin,
+// Pinned). Trim frees the kept buffers and stops pinning ahead until the
+// next eviction.
 // Everything a window maps must fit on the device at once beside the sink
 // (else its session could never run): an allocation or attachment past that
 // is ErrOutOfMemory. Freeing an evicted allocation, or closing its window,
@@ -149,6 +164,7 @@
 //	  → Window.mu (one per window: its address space, mappings, slabs)
 //	    → Manager.mu (tenants, windows, pool, physical accounting)
 //	    → Manager.scrubMu (the scrub stream; a leaf)
+//	  → swapStore.mu (pinned host buffers; a leaf: AllocHost runs outside it)
 //
 // Only Free, Attach and Close of allocations with their own chunks take a
 // share lock; they then take the windows involved one at a time, so two

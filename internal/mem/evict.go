@@ -52,8 +52,15 @@ type SwapEvent struct {
 	// Duration is how long the move took (for a SwapIn, until its copy was
 	// enqueued: swap-ins of one MakeResident share one wait at the end).
 	Duration time.Duration
-	// Copy is, for a SwapOut, how long its copy to host memory took.
+	// Copy is, for a SwapOut, how long its copy to host memory took: device
+	// time, measured with events on the eviction stream (host time from the
+	// first copy enqueued to the synchronization where the backend has no
+	// events). It excludes Pin.
 	Copy time.Duration
+	// Pin is, for a SwapOut, how long it spent pinning Pinned bytes of host
+	// memory that the swap store did not have ready (0 when it had).
+	Pin    time.Duration
+	Pinned uint64
 	// Evicted is, for a Resident pass, the bytes evicted to make room.
 	Evicted uint64
 	// CopyIn is, for a Resident pass, the device time of its copies back
@@ -304,11 +311,14 @@ func (m *Manager) evictChunk(cd Candidate, why Pressure) error {
 		return err
 	}
 	ev.Kind, ev.Why, ev.Duration, ev.Copy = SwapOut, why, time.Since(start), m.lastCopy
+	ev.Pin, ev.Pinned = m.lastPin, m.lastPinned
 	m.passEvicted += ev.Bytes
 	m.evictions.Add(1)
 	m.evictedBytes.Add(ev.Bytes)
 	m.evictNs.Add(uint64(ev.Duration))
 	m.evictCopyNs.Add(uint64(ev.Copy))
+	m.evictPinNs.Add(uint64(ev.Pin))
+	m.evictPinned.Add(ev.Pinned)
 	if t := ev.Windows[0].t; t != nil {
 		t.evictions.Add(1)
 		t.swapped.Add(ev.Bytes)
@@ -455,23 +465,42 @@ func (m *Manager) evictShared(src *Allocation) (SwapEvent, error) {
 	return ev, nil
 }
 
-// copyOut copies size bytes at ptr to a new swap slot and waits for it.
-// Caller holds m.evictMu.
+// copyOut copies size bytes at ptr to a new swap slot and waits for it: the
+// whole chunk is enqueued on the eviction stream, piece after piece, and
+// waited for once. It records the copy's device time in m.lastCopy and the
+// pinning it needed in m.lastPin and m.lastPinned. Caller holds m.evictMu.
 func (m *Manager) copyOut(ptr backend.DevicePtr, size uint64) (*swapSlot, error) {
-	start := time.Now()
-	defer func() { m.lastCopy = time.Since(start) }()
-	slot, err := m.swap.alloc(size)
+	m.lastCopy, m.lastPin, m.lastPinned = 0, 0, 0
+	if !m.swap.ready(size) && len(m.pendingSlots) > 0 {
+		// Swap-in copies in flight hold buffers that come back in far less
+		// time than pinning new ones would take (a copy runs ~25 times faster
+		// than cuMemHostAlloc pins): wait for them and reuse theirs.
+		if err := m.finishSwapIns(); err != nil {
+			return nil, err
+		}
+	}
+	slot, pinned, pinTime, err := m.swap.alloc(size)
 	if err != nil && len(m.pendingSlots) > 0 {
 		// Slots of swap-ins in flight are about to come back.
 		if ferr := m.finishSwapIns(); ferr != nil {
 			return nil, ferr
 		}
-		slot, err = m.swap.alloc(size)
+		slot, pinned, pinTime, err = m.swap.alloc(size)
 	}
 	if err != nil {
 		return nil, err
 	}
+	m.lastPin, m.lastPinned = pinTime, pinned
+	m.swap.evicting() // pin ahead for the next ones
 	out, _, err := m.swapStreams()
+	var timing [2]backend.Event
+	if err == nil {
+		timing = m.evictTiming()
+		if timing[0] != nil && out.Record(timing[0]) != nil {
+			timing = [2]backend.Event{}
+		}
+	}
+	start := time.Now()
 	if err == nil {
 		var off uint64
 		for _, p := range slot.pieces {
@@ -482,6 +511,9 @@ func (m *Manager) copyOut(ptr backend.DevicePtr, size uint64) (*swapSlot, error)
 			off += n
 		}
 	}
+	if err == nil && timing[1] != nil && out.Record(timing[1]) != nil {
+		timing = [2]backend.Event{}
+	}
 	if err == nil {
 		err = out.Synchronize()
 	}
@@ -489,7 +521,36 @@ func (m *Manager) copyOut(ptr backend.DevicePtr, size uint64) (*swapSlot, error)
 		m.swap.release(slot)
 		return nil, fmt.Errorf("copy %d bytes at %#x to host: %w", size, uint64(ptr), err)
 	}
+	m.lastCopy = time.Since(start)
+	if timing[0] != nil {
+		if d, err := timing[1].Elapsed(timing[0]); err == nil {
+			m.lastCopy = d
+		}
+	}
 	return slot, nil
+}
+
+// evictTiming returns the two events that time eviction copies, created on
+// first use, or none if the backend has no timing events. Caller holds
+// m.evictMu.
+func (m *Manager) evictTiming() [2]backend.Event {
+	if m.outTiming[1] == nil && !m.noOutTiming {
+		for i := range m.outTiming {
+			ev, err := m.dev.NewEvent(0)
+			if err != nil {
+				break
+			}
+			m.outTiming[i] = ev
+		}
+		if m.outTiming[1] == nil {
+			m.noOutTiming = true // the host times the copies instead
+			if m.outTiming[0] != nil {
+				m.outTiming[0].Destroy()
+				m.outTiming[0] = nil
+			}
+		}
+	}
+	return m.outTiming
 }
 
 // dropPhysical gives the backend chunk an evicted chunk had back to the pool

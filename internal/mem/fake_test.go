@@ -31,6 +31,9 @@ type fakeDevice struct {
 	// fail, if set, may make an operation ("Map", "Unmap", "SetAccess",
 	// "CreateChunk", "Reserve", "Memset") fail; called with mu held.
 	fail func(op string) error
+	// hostGate, if set, holds every AllocHost until it can receive from it
+	// (set it before the manager runs).
+	hostGate chan struct{}
 }
 
 type fakeCalls struct {
@@ -318,6 +321,9 @@ func (d *fakeDevice) mappingSizes(lo, hi backend.DevicePtr) []uint64 {
 // AllocHost returns host memory the fake counts, so tests can check that the
 // swap store gives back what it pinned.
 func (d *fakeDevice) AllocHost(n int) (backend.HostMemory, error) {
+	if d.hostGate != nil {
+		<-d.hostGate
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.failing("AllocHost"); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -605,5 +606,141 @@ func TestSwapDeviceShort(t *testing.T) {
 	h.resident(wa)
 	if !bytes.Equal(h.read(a.Ptr(), 5*testGran), d) {
 		t.Error("data lost over an eviction the device forced")
+	}
+}
+
+// idle waits until the store's pinner has stopped.
+func (s *swapStore) idle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.pinning {
+		s.cond.Wait()
+	}
+}
+
+// The swap store pins nothing until evictions begin; then it keeps ahead
+// bytes of full pieces free, pinned in the background, so a slot takes kept
+// buffers (a remainder a full piece) and pins nothing; trim frees everything
+// and stops pinning until the next eviction.
+func TestSwapStoreAhead(t *testing.T) {
+	dev := newFakeDevice(testGran, testTotal)
+	const piece = 2 * testGran
+	s := newSwapStore(dev, piece, 16*testGran, 0, 4*testGran, testGran)
+	s.idle()
+	if u := s.usage(); u.held != 0 {
+		t.Fatalf("%d bytes held before any eviction, want none", u.held)
+	}
+	s.evicting()
+	s.idle()
+	if u := s.usage(); u.held != 4*testGran || u.pinnedAhead != 4*testGran {
+		t.Fatalf("under pressure: %d held, %d pinned ahead; want %d both", u.held, u.pinnedAhead, 4*testGran)
+	}
+	if !s.ready(3 * testGran) {
+		t.Error("not ready for 3 granules with two full pieces kept")
+	}
+	if s.ready(5 * testGran) {
+		t.Error("ready for 5 granules with two full pieces kept")
+	}
+	slot, pinned, pinTime, err := s.alloc(3 * testGran)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pinned != 0 || pinTime != 0 || len(slot.pieces) != 2 {
+		t.Errorf("slot of 3 granules: %d pieces, %d bytes pinned in %v; want 2 kept pieces, nothing pinned", len(slot.pieces), pinned, pinTime)
+	}
+	s.evicting()
+	s.idle()
+	if u := s.usage(); u.held != 8*testGran || u.used != 3*testGran {
+		t.Errorf("after refilling: %d held, %d used; want %d and %d", u.held, u.used, 8*testGran, 3*testGran)
+	}
+	s.release(slot)
+	s.trim()
+	s.idle()
+	if u := s.usage(); u.held != 0 || u.used != 0 || dev.counts().host != 0 {
+		t.Errorf("after trim: %d held, %d used, %d host bytes; want none", u.held, u.used, dev.counts().host)
+	}
+	s.close()
+	if _, _, _, err := s.alloc(testGran); !errors.Is(err, ErrClosed) {
+		t.Errorf("alloc after close: %v, want closed", err)
+	}
+}
+
+// A piece being pinned ahead counts against the limit; an eviction that
+// needs that room waits for the piece and uses it instead of failing.
+func TestSwapStoreWaitsForPinAhead(t *testing.T) {
+	dev := newFakeDevice(testGran, testTotal)
+	dev.hostGate = make(chan struct{})
+	const piece = 2 * testGran
+	s := newSwapStore(dev, piece, 4*testGran, 0, 4*testGran, testGran)
+	defer s.close()
+	s.evicting() // the pinner blocks in AllocHost with a piece reserved
+	for {
+		s.mu.Lock()
+		inflight := s.inflight
+		s.mu.Unlock()
+		if inflight > 0 {
+			break
+		}
+		runtime.Gosched()
+	}
+	type result struct {
+		slot *swapSlot
+		err  error
+	}
+	done := make(chan result)
+	go func() {
+		slot, _, _, err := s.alloc(4 * testGran)
+		done <- result{slot, err}
+	}()
+	for { // until the alloc waits for the piece in flight
+		s.mu.Lock()
+		waits := s.limitWaits
+		s.mu.Unlock()
+		if waits > 0 {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(dev.hostGate) // every AllocHost goes through from now on
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("alloc within the limit failed while a piece was pinned ahead: %v", r.err)
+	}
+	s.idle()
+	if u := s.usage(); u.held > 4*testGran || u.used != 4*testGran {
+		t.Errorf("%d held, %d used; want at most %d held and %d used", u.held, u.used, 4*testGran, 4*testGran)
+	}
+	s.release(r.slot)
+}
+
+// An eviction during MakeResident that finds no kept buffer reuses those of
+// the pass's swap-ins already under way, once their copies land, rather than
+// pinning new ones.
+func TestSwapReusesSwapInBuffers(t *testing.T) {
+	opts := swapOpts(8)
+	opts.SwapAhead = -1
+	h := newHarness(t, testTotal, opts)
+	wa, wb := h.open(h.m.Tenant("a")), h.open(h.m.Tenant("b"))
+	size := uint64(3 * testGran)
+	a1, a2 := h.alloc(wa, size, 0), h.alloc(wa, size, 0)
+	d1, d2 := pattern(1, size), pattern(2, size)
+	h.write(a1.Ptr(), d1)
+	h.write(a2.Ptr(), d2)
+	h.alloc(wb, size, 0) // evicts a1
+	h.alloc(wb, size, 0) // evicts a2
+	if wa.Resident() {
+		t.Fatal("a is resident: the test needs it evicted")
+	}
+	before := h.m.Stats().Device
+	h.resident(wa) // evicts b's two chunks, one per swap-in
+	after := h.m.Stats().Device
+	if got := after.Evictions - before.Evictions; got != 2 {
+		t.Fatalf("making a resident evicted %d chunks, want 2", got)
+	}
+	if got := after.EvictPinned - before.EvictPinned; got != size {
+		t.Errorf("making a resident pinned %d bytes for its evictions, want %d (the second reuses a1's buffers)", got, size)
+	}
+	if !bytes.Equal(h.read(a1.Ptr(), size), d1) || !bytes.Equal(h.read(a2.Ptr(), size), d2) {
+		t.Error("a's data differs after the swap-ins")
 	}
 }
