@@ -2,8 +2,8 @@ package client_test
 
 import (
 	"encoding/binary"
-	"os"
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/gpuos/gpuos/client"

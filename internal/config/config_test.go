@@ -46,7 +46,7 @@ tenants:
 	a, _ := c.Tenant("alice")
 	b, _ := c.Tenant("bob")
 	for _, tc := range []struct {
-		name      string
+		name       string
 		have, want any
 	}{
 		{"device memory", c.DeviceMemory, Size(16 << 30)},
