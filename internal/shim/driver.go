@@ -91,6 +91,7 @@ type device struct {
 	ordinal int
 	info    client.Device
 	attrs   []int32 // what cuDeviceGetAttribute answers (see deviceAttributes)
+	limits  launchLimits
 
 	mu           sync.Mutex // guards the fields below
 	sess         *session
@@ -163,7 +164,9 @@ func (d *Driver) init() Result {
 	}
 	d.client = c
 	for i, info := range devs {
-		d.devices = append(d.devices, &device{ordinal: i, info: info, attrs: deviceAttributes(info)})
+		dv := &device{ordinal: i, info: info, attrs: deviceAttributes(info)}
+		dv.limits = newLaunchLimits(dv)
+		d.devices = append(d.devices, dv)
 	}
 	if d.log.Tracing(TraceTables) {
 		d.log.Printf("cuInit: %s backend, %d device(s) at %s", c.Backend(), len(devs), socket)

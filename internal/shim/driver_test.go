@@ -244,8 +244,11 @@ func TestDriverEvents(t *testing.T) {
 	want(t, "query destroyed", d.EventQuery(a), cu.CUDA_ERROR_INVALID_HANDLE)
 }
 
-// BenchmarkLaunchKernel measures the shim's launch path (packing, validation,
-// the client's send) with an empty kernel, and reports allocations.
+// BenchmarkLaunchKernel measures the shim's launch path (handle lookups,
+// validation, packing, the client's send) against the client's own launch
+// of the same kernel on the same daemon stream: the difference is what the
+// shim adds, less the cgo crossing (bench/launch_bench.c measures that).
+// "args" launches a kernel of four parameters through kernelParams.
 func BenchmarkLaunchKernel(b *testing.B) {
 	d, _ := newDriver(b)
 	const th = Thread(9)
@@ -258,17 +261,92 @@ func BenchmarkLaunchKernel(b *testing.B) {
 	must(b, "ModuleLoadData", r)
 	f, r := d.ModuleGetFunction(mod, "empty")
 	must(b, "ModuleGetFunction", r)
+	vf := loadVecadd(b, d, th)
+	dp, r := d.MemAlloc(th, 4096)
+	must(b, "MemAlloc", r)
+	args := newCmem(b, 4096)
+	params := args.args(0, dp, dp, dp, int32(0))
 	s, r := d.StreamCreate(th, uint32(cu.CU_STREAM_NON_BLOCKING), 0)
 	must(b, "StreamCreate", r)
 	one := [3]uint32{1, 1, 1}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if r := d.LaunchKernel(threadOf(th), f, one, one, 0, s, 0, 0); r != cu.CUDA_SUCCESS {
-			b.Fatal(r)
+	thread := threadOf(th)
+	b.Run("client", func(b *testing.B) {
+		st := d.streams.get(s)
+		fn := d.functions.get(f)
+		cfg := client.LaunchConfig{Grid: client.Dim3{X: 1, Y: 1, Z: 1}, Block: client.Dim3{X: 1, Y: 1, Z: 1}, Stream: st.ds.cs}
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := st.ds.sess.s.LaunchRaw(fn.k, cfg, nil); err != nil {
+				b.Fatal(err)
+			}
 		}
+		must(b, "StreamSynchronize", d.StreamSynchronize(th, s))
+	})
+	b.Run("shim", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if r := d.LaunchKernel(thread, f, one, one, 0, s, 0, 0); r != cu.CUDA_SUCCESS {
+				b.Fatal(r)
+			}
+		}
+		must(b, "StreamSynchronize", d.StreamSynchronize(th, s))
+	})
+	b.Run("args", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if r := d.LaunchKernel(thread, vf, one, one, 0, s, params, 0); r != cu.CUDA_SUCCESS {
+				b.Fatal(r)
+			}
+		}
+		must(b, "StreamSynchronize", d.StreamSynchronize(th, s))
+	})
+}
+
+// BenchmarkLaunchPrepare is the shim's own share of a launch: all of
+// LaunchKernel but the client's send.
+func BenchmarkLaunchPrepare(b *testing.B) {
+	d, _ := newDriver(b)
+	const th = Thread(10)
+	_, r := d.CtxCreate(th, 0, 0)
+	must(b, "CtxCreate", r)
+	vf := loadVecadd(b, d, th)
+	ptx := append(readTestdata(b, "kernels/bench.ptx"), 0)
+	m := newCmem(b, len(ptx)+4096)
+	copy(m.b, ptx)
+	mod, r := d.ModuleLoadData(th, m.addr(0))
+	must(b, "ModuleLoadData", r)
+	f, r := d.ModuleGetFunction(mod, "empty")
+	must(b, "ModuleGetFunction", r)
+	dp, r := d.MemAlloc(th, 4096)
+	must(b, "MemAlloc", r)
+	args := newCmem(b, 4096)
+	params := args.args(0, dp, dp, dp, int32(0))
+	s, r := d.StreamCreate(th, uint32(cu.CU_STREAM_NON_BLOCKING), 0)
+	must(b, "StreamCreate", r)
+	fat := inCmem(b, readTestdata(b, "fatbin/vecadd.fatbin"))
+	lib, r := d.LibraryLoadData(th, fat.addr(0), LibraryOptions{Preserved: true})
+	must(b, "LibraryLoadData", r)
+	k, r := d.LibraryGetKernel(th, lib, "vecadd")
+	must(b, "LibraryGetKernel", r)
+	one := [3]uint32{1, 1, 1}
+	thread := threadOf(th)
+	for _, bc := range []struct {
+		name   string
+		f      uint64
+		stream uint64
+		params uintptr
+	}{{"empty", f, s, 0}, {"args", vf, s, params}, {"CUkernel on the default stream", k, 0, params}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var l launch
+				if r := d.prepareLaunch(&l, thread, bc.f, one, one, 0, bc.stream, bc.params, 0); r != cu.CUDA_SUCCESS {
+					b.Fatal(r)
+				}
+				l.done()
+			}
+		})
 	}
-	must(b, "StreamSynchronize", d.StreamSynchronize(th, s))
 }
 
 func TestDriverWithoutDaemon(t *testing.T) {

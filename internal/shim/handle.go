@@ -1,6 +1,9 @@
 package shim
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // kind is the type of object a handle names.
 type kind uint8
@@ -39,20 +42,42 @@ func handleKind(h uint64) kind {
 	return kind(h >> 48)
 }
 
-// table maps handles of one kind to objects. Lookups take a read lock only.
+// table maps handles of one kind to objects. Lookups, which every launch and
+// copy makes, take no lock: the slots live in fixed chunks whose entries are
+// swapped atomically, and the list of chunks is replaced, never changed,
+// when it grows. Adds and removes take mu.
 type table[T any] struct {
-	kind  kind
-	mu    sync.RWMutex
-	slots []tableSlot[T]
-	free  []uint32
+	kind   kind
+	chunks atomic.Pointer[[]*tableChunk[T]]
+
+	mu   sync.Mutex // serializes add, remove and growth
+	used uint32     // slots ever handed out
+	free []uint32
 }
 
-type tableSlot[T any] struct {
+const (
+	chunkBits = 9
+	chunkSize = 1 << chunkBits
+)
+
+type tableChunk[T any] [chunkSize]atomic.Pointer[tableEntry[T]]
+
+// tableEntry is one slot's state, replaced whole: an object (nil when the
+// slot is free) and the generation handles to it carry.
+type tableEntry[T any] struct {
 	gen uint16
 	v   *T
 }
 
 func newTable[T any](k kind) *table[T] { return &table[T]{kind: k} }
+
+func (t *table[T]) slot(i uint32) *atomic.Pointer[tableEntry[T]] {
+	cs := t.chunks.Load()
+	if cs == nil || int(i>>chunkBits) >= len(*cs) {
+		return nil
+	}
+	return &(*cs)[i>>chunkBits][i&(chunkSize-1)]
+}
 
 // add stores v and returns its new handle.
 func (t *table[T]) add(v *T) uint64 {
@@ -63,11 +88,24 @@ func (t *table[T]) add(v *T) uint64 {
 		i = t.free[n-1]
 		t.free = t.free[:n-1]
 	} else {
-		i = uint32(len(t.slots))
-		t.slots = append(t.slots, tableSlot[T]{})
+		i = t.used
+		t.used++
+		if cs := t.chunks.Load(); cs == nil || int(i>>chunkBits) >= len(*cs) {
+			var grown []*tableChunk[T]
+			if cs != nil {
+				grown = append(grown, *cs...)
+			}
+			grown = append(grown, new(tableChunk[T]))
+			t.chunks.Store(&grown)
+		}
 	}
-	t.slots[i].v = v
-	return makeHandle(t.kind, t.slots[i].gen, i)
+	sl := t.slot(i)
+	var gen uint16
+	if e := sl.Load(); e != nil {
+		gen = e.gen
+	}
+	sl.Store(&tableEntry[T]{gen: gen, v: v})
+	return makeHandle(t.kind, gen, i)
 }
 
 // get returns the object h names, or nil if h is not a live handle of this
@@ -76,13 +114,14 @@ func (t *table[T]) get(h uint64) *T {
 	if handleKind(h) != t.kind {
 		return nil
 	}
-	i, gen := uint32(h), uint16(h>>32)
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if int(i) >= len(t.slots) || t.slots[i].gen != gen {
+	sl := t.slot(uint32(h))
+	if sl == nil {
 		return nil
 	}
-	return t.slots[i].v
+	if e := sl.Load(); e != nil && e.gen == uint16(h>>32) {
+		return e.v
+	}
+	return nil
 }
 
 // remove forgets h and returns what it named (nil if it was not live).
@@ -90,27 +129,30 @@ func (t *table[T]) remove(h uint64) *T {
 	if handleKind(h) != t.kind {
 		return nil
 	}
-	i, gen := uint32(h), uint16(h>>32)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if int(i) >= len(t.slots) || t.slots[i].gen != gen || t.slots[i].v == nil {
+	i := uint32(h)
+	sl := t.slot(i)
+	if sl == nil {
 		return nil
 	}
-	v := t.slots[i].v
-	t.slots[i].v = nil
-	t.slots[i].gen++
+	e := sl.Load()
+	if e == nil || e.gen != uint16(h>>32) || e.v == nil {
+		return nil
+	}
+	sl.Store(&tableEntry[T]{gen: e.gen + 1})
 	t.free = append(t.free, i)
-	return v
+	return e.v
 }
 
 // each returns every live object.
 func (t *table[T]) each() []*T {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	var out []*T
-	for _, s := range t.slots {
-		if s.v != nil {
-			out = append(out, s.v)
+	for i := uint32(0); i < t.used; i++ {
+		if e := t.slot(i).Load(); e != nil && e.v != nil {
+			out = append(out, e.v)
 		}
 	}
 	return out

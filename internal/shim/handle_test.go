@@ -39,3 +39,46 @@ func TestTable(t *testing.T) {
 		t.Error("forged handles found objects")
 	}
 }
+
+// Lookups take no lock: they run while other goroutines add and remove, and
+// a handle keeps naming its object across the table's growth.
+func TestTableConcurrent(t *testing.T) {
+	type obj struct{ n int }
+	tab := newTable[obj](kindEvent)
+	const keep = 3 * chunkSize
+	kept := make([]uint64, keep)
+	objs := make([]*obj, keep)
+	for i := range kept {
+		objs[i] = &obj{i}
+		kept[i] = tab.add(objs[i])
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			h := tab.add(&obj{-1})
+			if tab.remove(h) == nil {
+				t.Error("remove of a fresh handle found nothing")
+				return
+			}
+		}
+	}()
+	for round := 0; round < 50; round++ {
+		for i, h := range kept {
+			if tab.get(h) != objs[i] {
+				t.Fatalf("round %d: handle %#x no longer names object %d", round, h, i)
+			}
+		}
+	}
+	close(stop)
+	<-done
+	if n := len(tab.each()); n != keep {
+		t.Errorf("each: %d objects, want %d", n, keep)
+	}
+}

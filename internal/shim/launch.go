@@ -22,40 +22,45 @@ func defaultDynShared(dv *device, info v1.KernelInfo) uint32 {
 	return lim - info.SharedSizeBytes
 }
 
-// maxThreads is the most threads a block of f may have.
-func (f *function) maxThreads() uint32 {
-	dev := uint32(max(f.mod.dev.attr(cu.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK), 0))
-	if f.info.MaxThreadsPerBlock > 0 && (dev == 0 || f.info.MaxThreadsPerBlock < dev) {
-		return f.info.MaxThreadsPerBlock
+// maxThreads is the most threads a block of a function may have on dv.
+func maxThreads(dv *device, info v1.KernelInfo) uint32 {
+	lim := uint32(max(dv.attr(cu.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK), 0))
+	if info.MaxThreadsPerBlock > 0 && (lim == 0 || info.MaxThreadsPerBlock < lim) {
+		return info.MaxThreadsPerBlock
 	}
-	return dev
+	return lim
+}
+
+// maxThreads is the most threads a block of f may have.
+func (f *function) maxThreads() uint32 { return f.threads }
+
+// launchLimits are a device's bounds on a launch's shape, read once from its
+// attributes (0: none).
+type launchLimits struct {
+	grid, block [3]uint32
+}
+
+func newLaunchLimits(dv *device) launchLimits {
+	a := func(x cu.CUdevice_attribute) uint32 { return uint32(max(dv.attr(x), 0)) }
+	return launchLimits{
+		grid: [3]uint32{a(cu.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X), a(cu.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y),
+			a(cu.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)},
+		block: [3]uint32{a(cu.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X), a(cu.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y),
+			a(cu.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)},
+	}
 }
 
 // checkLaunch validates a launch's shape as the real driver does, so that a
 // bad launch fails at the call with CUDA_ERROR_INVALID_VALUE rather than at
 // the next synchronization.
 func checkLaunch(f *function, grid, block [3]uint32, shared uint32) Result {
-	dv := f.mod.dev
-	limits := [...]struct {
-		v    uint32
-		attr cu.CUdevice_attribute
-	}{
-		{grid[0], cu.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X}, {grid[1], cu.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y},
-		{grid[2], cu.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z}, {block[0], cu.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X},
-		{block[1], cu.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y}, {block[2], cu.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z},
-	}
-	for _, l := range limits {
-		if m := dv.attr(l.attr); l.v == 0 || (m > 0 && l.v > uint32(m)) {
+	lim := &f.mod.dev.limits
+	for i := range 3 {
+		if grid[i] == 0 || block[i] == 0 || (lim.grid[i] > 0 && grid[i] > lim.grid[i]) || (lim.block[i] > 0 && block[i] > lim.block[i]) {
 			return cu.CUDA_ERROR_INVALID_VALUE
 		}
 	}
-	if uint64(block[0])*uint64(block[1])*uint64(block[2]) > uint64(f.maxThreads()) {
-		return cu.CUDA_ERROR_INVALID_VALUE
-	}
-	f.mu.Lock()
-	limit := f.maxDynShared
-	f.mu.Unlock()
-	if shared > limit {
+	if uint64(block[0])*uint64(block[1])*uint64(block[2]) > uint64(f.threads) || shared > f.maxDynShared.Load() {
 		return cu.CUDA_ERROR_INVALID_VALUE
 	}
 	return cu.CUDA_SUCCESS
@@ -72,6 +77,42 @@ var paramBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &
 // synchronization. thread is called only when the launch needs the calling
 // thread's context: a CUkernel on a default stream.
 func (d *Driver) LaunchKernel(thread func() Thread, fh uint64, grid, block [3]uint32, shared uint32, streamH uint64, kernelParams, extra uintptr) Result {
+	var l launch
+	if r := d.prepareLaunch(&l, thread, fh, grid, block, shared, streamH, kernelParams, extra); r != cu.CUDA_SUCCESS {
+		l.done()
+		return r
+	}
+	l.ds.submit()
+	err := l.ds.sess.s.LaunchRaw(l.f.k, client.LaunchConfig{
+		Grid:      client.Dim3{X: grid[0], Y: grid[1], Z: grid[2]},
+		Block:     client.Dim3{X: block[0], Y: block[1], Z: block[2]},
+		SharedMem: shared,
+		Stream:    l.ds.cs,
+	}, l.params)
+	l.done()
+	return resultOf(opAny, err)
+}
+
+// launch is a launch ready to send: the function, the daemon stream and the
+// packed parameters (in a pooled buffer that done returns).
+type launch struct {
+	f      *function
+	ds     *dstream
+	params []byte
+	buf    *[]byte
+}
+
+func (l *launch) done() {
+	if l.buf != nil {
+		*l.buf = l.params[:0]
+		paramBufs.Put(l.buf)
+		l.buf = nil
+	}
+}
+
+// prepareLaunch does all of a launch but sending it: the shim's own share of
+// its cost (BenchmarkLaunchPrepare).
+func (d *Driver) prepareLaunch(l *launch, thread func() Thread, fh uint64, grid, block [3]uint32, shared uint32, streamH uint64, kernelParams, extra uintptr) Result {
 	f, r := d.launchFunction(thread, fh, streamH)
 	if r != cu.CUDA_SUCCESS {
 		return r
@@ -83,24 +124,15 @@ func (d *Driver) LaunchKernel(thread func() Thread, fh uint64, grid, block [3]ui
 	if r != cu.CUDA_SUCCESS {
 		return r
 	}
-	bp := paramBufs.Get().(*[]byte)
-	defer paramBufs.Put(bp)
-	params, r := packParams(f, kernelParams, extra, (*bp)[:0])
-	if r != cu.CUDA_SUCCESS {
+	l.f, l.ds = f, ds
+	if f.paramSize > 0 || extra != 0 {
+		l.buf = paramBufs.Get().(*[]byte)
+		l.params = (*l.buf)[:0]
+	}
+	if l.params, r = packParams(f, kernelParams, extra, l.params); r != cu.CUDA_SUCCESS {
 		return r
 	}
-	*bp = params[:0]
-	if r := ds.wait(); r != cu.CUDA_SUCCESS {
-		return r
-	}
-	ds.submit()
-	err := ds.sess.s.LaunchRaw(f.k, client.LaunchConfig{
-		Grid:      client.Dim3{X: grid[0], Y: grid[1], Z: grid[2]},
-		Block:     client.Dim3{X: block[0], Y: block[1], Z: block[2]},
-		SharedMem: shared,
-		Stream:    ds.cs,
-	}, params)
-	return resultOf(opAny, err)
+	return ds.wait()
 }
 
 // launchFunction returns the function a launch of fh on stream streamH runs:
@@ -121,11 +153,14 @@ func (d *Driver) launchFunction(thread func() Thread, fh, streamH uint64) (*func
 		return nil, r
 	}
 	var dv *device
-	if isDefaultStream(streamH) {
+	switch {
+	case isDefaultStream(streamH) && len(d.devices) == 1:
+		dv = d.devices[0] // what lookupDevice would say, without asking the thread
+	case isDefaultStream(streamH):
 		if dv, r = d.lookupDevice(thread()); r != cu.CUDA_SUCCESS {
 			return nil, r
 		}
-	} else {
+	default:
 		st := d.streams.get(streamH)
 		if st == nil {
 			return nil, cu.CUDA_ERROR_INVALID_HANDLE
@@ -230,9 +265,7 @@ func (d *Driver) FuncGetAttribute(t Thread, attr cu.CUfunction_attribute, fh uin
 	case cu.CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
 		return 0, cu.CUDA_SUCCESS
 	case cu.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		return int32(f.maxDynShared), cu.CUDA_SUCCESS
+		return int32(f.maxDynShared.Load()), cu.CUDA_SUCCESS
 	case cu.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -258,9 +291,7 @@ func (d *Driver) FuncSetAttribute(t Thread, fh uint64, attr cu.CUfunction_attrib
 		if value < 0 || uint64(value)+uint64(f.info.SharedSizeBytes) > optin {
 			return cu.CUDA_ERROR_INVALID_VALUE
 		}
-		f.mu.Lock()
-		f.maxDynShared = uint32(value)
-		f.mu.Unlock()
+		f.maxDynShared.Store(uint32(value))
 		return cu.CUDA_SUCCESS
 	case cu.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
 		if value < -1 || value > 100 {

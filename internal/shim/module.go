@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/client"
@@ -36,10 +37,12 @@ type function struct {
 	info      v1.KernelInfo
 	paramSize uint32
 
-	mu           sync.Mutex // guards the attributes below
-	maxDynShared uint32
-	carveout     int32
-	cacheConfig  cu.CUfunc_cache
+	threads      uint32        // the most threads a block may have (maxThreads)
+	maxDynShared atomic.Uint32 // dynamic shared memory a launch may ask for
+
+	mu          sync.Mutex // guards the attributes below
+	carveout    int32
+	cacheConfig cu.CUfunc_cache
 }
 
 // loadImage loads the module image at addr in the current context.
@@ -189,7 +192,8 @@ func (d *Driver) moduleFunction(m *module, name string) (*function, Result) {
 	for _, p := range info.Params {
 		f.paramSize = max(f.paramSize, p.Offset+p.Size)
 	}
-	f.maxDynShared = defaultDynShared(m.dev, info)
+	f.maxDynShared.Store(defaultDynShared(m.dev, info))
+	f.threads = maxThreads(m.dev, info)
 	f.h = d.functions.add(f)
 	m.funcs[name] = f
 	return f, cu.CUDA_SUCCESS

@@ -25,7 +25,8 @@ func h100() *device {
 }
 
 func fn(dv *device, regs, shared uint32) *function {
-	return &function{mod: &module{ctx: &ctxObj{dev: dv}, dev: dv}, info: v1.KernelInfo{NumRegs: regs, SharedSizeBytes: shared, MaxThreadsPerBlock: 1024}}
+	info := v1.KernelInfo{NumRegs: regs, SharedSizeBytes: shared, MaxThreadsPerBlock: 1024}
+	return &function{mod: &module{ctx: &ctxObj{dev: dv}, dev: dv}, info: info, threads: maxThreads(dv, info)}
 }
 
 func TestBlocksPerSM(t *testing.T) {
