@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 )
 
@@ -12,6 +13,7 @@ func (s *Scheduler) background() {
 	defer close(s.bgDone)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	s.bgAwake.Store(true)
 	for {
 		s.mu.Lock()
 		if s.closed {
@@ -37,7 +39,7 @@ func (s *Scheduler) background() {
 			s.nextTick = now + int64(s.opts.TickInterval)
 			s.hookLocked(func(p Policy) error { return p.OnTick(&s.host, time.Duration(now)) })
 		}
-		s.runLocked(0)
+		issued := s.runLocked(0)
 
 		next := int64(-1)
 		at := func(t int64) {
@@ -61,9 +63,19 @@ func (s *Scheduler) background() {
 			at(s.nextTick)
 		}
 		s.bgNext = next
+		seen := s.gen.Load() // under s.mu: what runLocked saw
 		s.mu.Unlock()
+		if issued > 0 && s.opts.Spin > 0 && s.poll(seen, next) {
+			continue
+		}
+		s.bgAwake.Store(false)
+		if s.gen.Load() != seen {
+			s.bgAwake.Store(true)
+			continue
+		}
 		if next < 0 {
 			<-s.bgWake
+			s.bgAwake.Store(true)
 			continue
 		}
 		d := time.Duration(next - now)
@@ -75,7 +87,30 @@ func (s *Scheduler) background() {
 		case <-s.bgWake:
 		case <-timer.C:
 		}
+		s.bgAwake.Store(true)
 		timer.Stop()
+	}
+}
+
+// poll waits up to Options.Spin for work left to this goroutine (gen moves
+// past seen) or for its next timer (next, scheduler clock; -1: none), and
+// reports whether either came. A burst of Batched submissions thus keeps the
+// dispatcher on its thread instead of waking it per command.
+func (s *Scheduler) poll(seen uint64, next int64) bool {
+	start := time.Now()
+	for i := 1; ; i++ {
+		if s.gen.Load() != seen {
+			return true
+		}
+		if i%16 == 0 {
+			if time.Since(start) >= s.opts.Spin {
+				return false
+			}
+			if next >= 0 && s.now() >= next {
+				return true
+			}
+		}
+		runtime.Gosched()
 	}
 }
 

@@ -34,14 +34,23 @@ func TestFloodIsBoundedByBackpressure(t *testing.T) {
 	var fulls, done atomic.Int64
 	var submitted atomic.Bool
 	device := make(chan struct{})
-	// The "device" completes work only when the queue is full, so that every
-	// cycle the submitter meets backpressure (and, once everything is
-	// submitted, until everything is done). It samples the heap then.
+	// The "device" completes work only once the queue is full, and then
+	// until it is half empty (a blocked submitter is let in again only once a
+	// quarter of the queue has been issued), so that every cycle the
+	// submitter meets backpressure (and, once everything is submitted, until
+	// everything is done). It samples the heap then.
 	go func() {
 		defer close(device)
 		var m runtime.MemStats
+		draining := false
 		for done.Load() < int64(total) {
-			if !submitted.Load() && q.Stats().Queued < depth {
+			switch queued := q.Stats().Queued; {
+			case queued >= depth:
+				draining = true
+			case queued <= depth/2:
+				draining = false
+			}
+			if !submitted.Load() && !draining {
 				runtime.Gosched()
 				continue
 			}

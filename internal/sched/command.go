@@ -81,6 +81,13 @@ const (
 	// Sync: the submitter waits for Done, so the command's completion is
 	// tracked at once rather than batched with later commands.
 	Sync Flags = 1 << iota
+	// Batched: the submitter has more to submit at once (a burst of
+	// asynchronous requests). Submit then leaves the issuing to the
+	// dispatcher goroutine, so that submitting the next command and issuing
+	// this one run on two threads; a submitter whose burst ends calls
+	// Queue.Flush, or a synchronizing call (WaitIssued, Wait) issues what is
+	// left itself.
+	Batched
 )
 
 // Command is one unit of work for a backend stream.

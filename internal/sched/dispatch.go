@@ -27,12 +27,13 @@ type action struct {
 
 // runLocked dispatches until nothing more can be dispatched now, or, with a
 // positive budget, until it performed that many actions (then the background
-// goroutine carries on). If another goroutine holds the dispatch token it
-// returns at once: the holder re-examines the queues before it lets go.
-// Called and returns with s.mu held; drops it around backend calls.
-func (s *Scheduler) runLocked(budget int) {
+// goroutine carries on), and returns how many commands it issued. If another
+// goroutine holds the dispatch token it returns at once: the holder
+// re-examines the queues before it lets go. Called and returns with s.mu
+// held; drops it around backend calls.
+func (s *Scheduler) runLocked(budget int) (issued int) {
 	if s.dispatching {
-		return
+		return 0
 	}
 	s.dispatching = true
 	for n := 0; ; n++ {
@@ -42,7 +43,7 @@ func (s *Scheduler) runLocked(budget int) {
 		if budget > 0 && n >= budget {
 			s.dispatching = false
 			s.kick()
-			return
+			return issued
 		}
 		var a action
 		if !s.nextLocked(&a) {
@@ -53,12 +54,15 @@ func (s *Scheduler) runLocked(budget int) {
 			s.flushLocked(a.sq)
 		case actMarker:
 			s.issueMarkerLocked(a.sq)
+			issued++
 		case actIssue:
 			s.issueLocked(&a)
+			issued++
 		}
 	}
 	s.dispatching = false
 	s.clk = 0
+	return issued
 }
 
 // nextLocked decides the next action: completion events owed, then markers
@@ -283,6 +287,8 @@ func (s *Scheduler) issueMarkerLocked(sq *streamQ) {
 	}
 	c.state = cmdIssued
 	q.inflight++
+	q.issuing++
+	sq.dirty = true
 	q.st.QueueDelay += time.Duration(max(s.clk-c.queued, 0))
 	s.mu.Unlock()
 	var err error
@@ -295,14 +301,16 @@ func (s *Scheduler) issueMarkerLocked(sq *streamQ) {
 	s.mu.Lock()
 	c.err = err
 	q.finishLocked(c)
+	q.issuing--
+	q.settledLocked()
 }
 
 // poppedLocked updates a queue after its stream sq's head left the FIFO.
 func (s *Scheduler) poppedLocked(sq *streamQ) {
 	q := sq.q
 	q.queued--
-	if q.queued < q.depth {
-		q.room.Signal()
+	if q.queued == q.lowWater {
+		q.room.Broadcast()
 	}
 	if sq.len() == 0 && sq.inActive {
 		q.t.removeActive(sq)
@@ -351,6 +359,8 @@ func (s *Scheduler) issueLocked(a *action) {
 		eng.sliced = c
 	}
 	c.pending++
+	q.issuing++
+	sq.dirty = true
 	te.inflight++
 	te.dispatched++
 	te.inflightCost += cost
@@ -462,6 +472,8 @@ func (s *Scheduler) issueLocked(a *action) {
 		failed.Done(err)
 		s.mu.Lock()
 	}
+	q.issuing--
+	q.settledLocked()
 }
 
 // flushLocked records a completion event after sq's untracked commands.

@@ -74,6 +74,10 @@ type Options struct {
 	// FlushDelay bounds how long issued commands may go untracked (default
 	// 200 µs).
 	FlushDelay time.Duration
+	// Spin is how long the dispatcher goroutine polls for more work after
+	// it issued some, before it sleeps: a burst of Batched submissions then
+	// reaches it without a wake-up each (default 0: it sleeps at once).
+	Spin time.Duration
 	// OnEject, if set, is told (on its own goroutine) when a policy is
 	// replaced for misbehaving.
 	OnEject func(policy string, err error)
@@ -181,8 +185,15 @@ type Scheduler struct {
 	points      []*point
 	ready       [NumEngines][]TenantID
 
-	bgWake    chan struct{}
-	bgDone    chan struct{}
+	bgWake chan struct{}
+	bgDone chan struct{}
+	// gen counts events that may allow dispatching (Batched submissions,
+	// completions) which the goroutine that noticed them left to the
+	// background goroutine, because bgAwake said it would look: it compares
+	// gen before it sleeps. Writers add to gen, then read bgAwake; the
+	// background goroutine clears bgAwake, then reads gen.
+	gen       atomic.Uint64
+	bgAwake   atomic.Bool
 	hookStart atomic.Int64 // when the running untrusted hook began; 0 if none
 	watch     atomic.Pointer[policyEntry]
 	watchStop chan struct{}
@@ -395,10 +406,14 @@ type Queue struct {
 	// Commands queued (not completely issued) and in flight (issued, at least
 	// partly, and not complete).
 	queued, inflight int
+	issuing          int // commands being issued: their Issue has not returned
 	waiting          int // goroutines in Wait: track completions at once
+	waitingIssue     int // goroutines in WaitIssued
 	holds            int // Hold (hold.go): while positive, nothing new of the queue is issued
 	closed           bool
 	room, idle       *sync.Cond
+	issued           *sync.Cond // WaitIssued: nothing queued or being issued
+	lowWater         int        // a full queue takes submissions again from here
 	st               QueueStats
 }
 
@@ -430,8 +445,12 @@ func (s *Scheduler) NewQueue(p QueueParams) (*Queue, error) {
 	t := s.tenantLocked(p.Tenant, p.Share)
 	q := &Queue{s: s, t: t, session: p.Session, pid: p.PID, class: p.Class, depth: p.Depth,
 		streams: map[backend.Stream]*streamQ{}}
+	// A submitter that met a full queue is woken once a quarter of it has
+	// been issued, not at each issue: one wake-up per many commands.
+	q.lowWater = p.Depth - max(p.Depth/4, 1)
 	q.room = sync.NewCond(&s.mu)
 	q.idle = sync.NewCond(&s.mu)
+	q.issued = sync.NewCond(&s.mu)
 	t.queues = append(t.queues, q)
 	ev := SessionEvent{Tenant: t.id, Session: p.Session, PID: p.PID, Class: p.Class}
 	var refused error
@@ -480,11 +499,15 @@ func (q *Queue) stream(st backend.Stream) *streamQ {
 
 // Submit appends c to its stream's FIFO, blocking while the queue holds Depth
 // commands. It fails if the queue or scheduler closes or ctx ends first. The
-// command may be issued before Submit returns.
+// command may be issued before Submit returns: into an idle scheduler, a
+// command is issued by the submitter itself (the shortest path to the
+// device), unless it is Batched.
 func (q *Queue) Submit(ctx context.Context, c *Command) error {
 	s := q.s
 	s.mu.Lock()
 	if q.queued >= q.depth && !q.closed && !s.closed && ctx.Err() == nil {
+		// What this submitter left for a dispatcher must not wait for it.
+		s.kick()
 		if ctx.Done() != nil {
 			stop := context.AfterFunc(ctx, func() {
 				s.mu.Lock()
@@ -524,9 +547,87 @@ func (q *Queue) Submit(ctx context.Context, c *Command) error {
 		ev := SubmitEvent{Tenant: t.id, Engine: e, Session: q.session, Cost: s.cost(c, e, 0)}
 		s.hookLocked(func(p Policy) error { return p.OnSubmit(&s.host, ev) })
 	}
-	s.runLocked(submitBudget)
+	if c.Flags&Batched != 0 {
+		// Leave it to the dispatcher goroutine: wake it once a second
+		// command waits (a lone one is issued by Flush or a synchronizing
+		// call, sooner than a wake-up would).
+		s.gen.Add(1)
+		if !s.dispatching && !s.bgAwake.Load() && q.queued >= 2 {
+			s.kick()
+		}
+	} else {
+		s.runLocked(submitBudget)
+	}
 	s.mu.Unlock()
 	return nil
+}
+
+// Flush issues on the calling goroutine what the queue's Batched
+// submissions left for the dispatcher goroutine, unless a dispatcher is at
+// work: a submitter calls it when its burst ends.
+func (q *Queue) Flush() {
+	s := q.s
+	s.mu.Lock()
+	if q.queued > 0 && !s.dispatching && !s.bgAwake.Load() {
+		s.runLocked(submitBudget)
+	}
+	s.mu.Unlock()
+}
+
+// WaitIssued blocks until every command submitted to the queue so far has
+// been issued to its stream (its Issue returned, and a failed one's Done ran)
+// or dropped (then it returns ErrClosed), dispatching on the calling
+// goroutine when no one else is. It appends to streams the backend streams
+// that had commands issued since the previous call and returns them: once
+// those are synchronized, everything the queue was given has completed on
+// the device, though its completion may not be accounted (or its Done run)
+// yet — Wait waits for that too. A synchronizing call that only needs the
+// device to be done thus spares the completion tracking's hand-offs.
+func (q *Queue) WaitIssued(ctx context.Context, streams []backend.Stream) ([]backend.Stream, error) {
+	s := q.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q.queued > 0 {
+		s.runLocked(0)
+	}
+	if (q.queued > 0 || q.issuing > 0) && !q.closed && ctx.Err() == nil {
+		if ctx.Done() != nil {
+			stop := context.AfterFunc(ctx, func() {
+				s.mu.Lock()
+				q.issued.Broadcast()
+				s.mu.Unlock()
+			})
+			defer stop()
+		}
+		q.waitingIssue++
+		for (q.queued > 0 || q.issuing > 0) && !q.closed && ctx.Err() == nil {
+			q.issued.Wait()
+		}
+		q.waitingIssue--
+	}
+	switch {
+	case q.closed:
+		return streams, ErrClosed
+	case ctx.Err() != nil:
+		return streams, fmt.Errorf("wait for issue: %w", ctx.Err())
+	}
+	for _, sq := range q.streams {
+		if sq.dirty {
+			sq.dirty = false
+			if sq.st != nil {
+				streams = append(streams, sq.st)
+			}
+		}
+	}
+	return streams, nil
+}
+
+// settledLocked wakes WaitIssued once nothing of the queue is queued or
+// being issued.
+func (q *Queue) settledLocked() {
+	if q.waitingIssue > 0 && q.queued == 0 && q.issuing == 0 {
+		q.issued.Broadcast()
+	}
 }
 
 // submitBudget is how many dispatch actions a submitter performs before
@@ -609,6 +710,7 @@ func (q *Queue) Close() {
 		}
 	}
 	q.room.Broadcast()
+	q.issued.Broadcast()
 	if q.queued == 0 && q.inflight == 0 {
 		q.idle.Broadcast()
 	}
@@ -704,6 +806,7 @@ type streamQ struct {
 	inActive bool
 	tail     *point // issued commands not yet covered by a completion event
 	inTails  bool
+	dirty    bool // commands were issued since WaitIssued last looked
 }
 
 func (sq *streamQ) len() int { return len(sq.cmds) - sq.head }

@@ -160,7 +160,13 @@ func (s *Scheduler) wait(w *waiter) {
 		err := end.Synchronize()
 		s.mu.Lock()
 		dones = s.completeLocked(p, err, dones[:0])
-		s.runLocked(waiterBudget)
+		// The room this frees is the dispatcher goroutine's to use if it is
+		// awake (this goroutine goes back to waiting for the next event at
+		// once); else this goroutine issues some itself.
+		s.gen.Add(1)
+		if !s.bgAwake.Load() {
+			s.runLocked(waiterBudget)
+		}
 		if len(dones) > 0 {
 			s.mu.Unlock()
 			for _, c := range dones {
