@@ -352,6 +352,21 @@ func (c *Consumer) read(buf []byte, block bool) ([]byte, bool, error) {
 	}
 }
 
+// Pending reports whether the producer has published bytes this end has not
+// read yet: another message (or part of one) is waiting. It is a hint, read
+// without checks: Read and TryRead are what validate the ring.
+func (c *Consumer) Pending() bool {
+	c.ops.RLock()
+	defer c.ops.RUnlock()
+	if c.closed.Load() {
+		return false
+	}
+	if sd := c.shut.Load(); sd != nil {
+		return sd.head != c.tail
+	}
+	return c.v.head.Load() != c.tail
+}
+
 // published returns the producer's head once it is past the tail, or the
 // tail itself when block is false and nothing is there.
 func (c *Consumer) published(block bool) (uint64, error) {

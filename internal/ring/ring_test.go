@@ -309,3 +309,32 @@ func TestSerialisedProducers(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestPending: the consumer sees whether a message waits behind the ones it
+// read, and a closed end reports none.
+func TestPending(t *testing.T) {
+	p, c := pair(t, MinSize, Options{Spin: -1})
+	if c.Pending() {
+		t.Fatal("an empty ring has something pending")
+	}
+	for _, m := range []string{"one", "two"} {
+		if err := p.Write([]byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, want := range []bool{true, false} {
+		if _, err := c.Read(nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Pending(); got != want {
+			t.Errorf("after read %d: Pending() = %v, want %v", i+1, got, want)
+		}
+	}
+	if err := p.Write([]byte("three")); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if c.Pending() {
+		t.Error("a closed end reports something pending")
+	}
+}

@@ -136,6 +136,11 @@ func (s *Staging) Locate(off, n uint64) (int, error) {
 // Complete records that the copy of generation gen through slot i finished
 // (failed: with an error) and wakes clients waiting for a slot. i must be in
 // range. After Close it does nothing.
+//
+// A slot's word only moves forward: a generation at or before the one it
+// holds (in serial-number order) is ignored, so the first report of a copy
+// stands and a late, duplicate report of an earlier copy cannot hide a later
+// one's (a driver that learns of a completion two ways reports it twice).
 func (s *Staging) Complete(i int, gen uint32, failed bool) {
 	s.ops.RLock()
 	defer s.ops.RUnlock()
@@ -146,7 +151,16 @@ func (s *Staging) Complete(i int, gen uint32, failed bool) {
 	if failed {
 		w |= failedBit
 	}
-	word64(s.done, 8*i).Store(w)
+	word := word64(s.done, 8*i)
+	for {
+		old := word.Load()
+		if int32(gen-uint32(old)) <= 0 {
+			return
+		}
+		if word.CompareAndSwap(old, w) {
+			break
+		}
+	}
 	ringBell(s.bell)
 }
 

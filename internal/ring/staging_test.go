@@ -129,3 +129,33 @@ func TestStagingLayoutChecks(t *testing.T) {
 		t.Errorf("attach with another geometry: %v", err)
 	}
 }
+
+// TestStagingCompleteMovesForward: a slot's word takes only generations after
+// the one it holds, so a late duplicate report of an earlier copy cannot hide
+// a later one's, and the first report of a copy stands.
+func TestStagingCompleteMovesForward(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		reports    []uint32 // generations completed, in this order
+		failedAt   int      // index of the report made as failed; -1: none
+		have       uint32
+		haveFailed bool
+	}{
+		{"in order", []uint32{1, 2, 3}, -1, 3, false},
+		{"late duplicate", []uint32{1, 2, 1}, -1, 2, false},
+		{"duplicate failure after success", []uint32{1, 1}, 1, 1, false},
+		{"failure first stands", []uint32{2, 2}, 0, 2, true},
+		{"wraps around", []uint32{0x7000_0000, 0xE000_0000, 0xFFFF_FFFF, 0, 1}, -1, 1, false},
+		{"older than the wrap", []uint32{0x7000_0000, 0xE000_0000, 0xFFFF_FFFF, 2, 0xFFFF_FFFE}, -1, 2, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d, c := newStagingPair(t, 1, MinSlotSize)
+			for i, g := range tt.reports {
+				d.Complete(0, g, i == tt.failedAt)
+			}
+			if g, failed := c.Completed(0); g != tt.have || failed != tt.haveFailed {
+				t.Errorf("Completed(0) = %d, %v; want %d, %v", g, failed, tt.have, tt.haveFailed)
+			}
+		})
+	}
+}

@@ -28,7 +28,9 @@
 //     and replies go on the completion ring; on the socket, the rings are
 //     dropped. Replies with descriptors always go on the socket, which also
 //     stays the connection's life: its end lets the driver serve what the
-//     client had published and then end, and fails the client's calls. On
+//     client had published and then end, and fails the client's calls. A
+//     request read off the ring says whether others wait behind it
+//     (Request.More), so a handler can treat a burst as one. On
 //     the client's side, Client.UseRings moves requests onto the rings (any
 //     goroutine sends, under a lock); replies on the completion ring are read
 //     by whichever waiting caller holds the reading role, so a lone caller

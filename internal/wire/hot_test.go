@@ -23,6 +23,7 @@ type hotSession struct {
 	sq, cq     int
 	mu         sync.Mutex
 	launches   []uint64 // Launch.Kernel values, in the order handled
+	more       []bool   // each Launch's Request.More
 	block      chan struct{}
 	shm        *ring.Shm
 	servedErr  chan error
@@ -60,6 +61,7 @@ func (s *hotSession) handle(ctx context.Context, req *wire.Request) (v1.Message,
 	case *v1.Launch:
 		s.mu.Lock()
 		s.launches = append(s.launches, m.Kernel)
+		s.more = append(s.more, req.More)
 		s.mu.Unlock()
 		return nil, nil, nil
 	case *v1.MemInfo: // Free: launches handled, Total: the last one's kernel
@@ -425,5 +427,42 @@ func BenchmarkHotCall(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestHotMore: a request read while others already wait on the ring behind
+// it says so (Request.More); the last of a burst does not.
+func TestHotMore(t *testing.T) {
+	cl, s := hotPair(t, 1<<16, 1<<16, true)
+	ctx := tctx(t)
+	blocked, err := cl.Start(ctx, &v1.WaitFence{}) // holds the server while the burst queues
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := uint64(1); k <= 3; k++ {
+		if err := cl.Send(&v1.Launch{Kernel: k}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(s.block)
+	if err := blocked.Wait(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	for { // nothing more is sent until the burst is handled
+		s.mu.Lock()
+		n := len(s.launches)
+		s.mu.Unlock()
+		if n == 3 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the burst was not handled")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if want := []bool{true, true, false}; fmt.Sprint(s.more) != fmt.Sprint(want) {
+		t.Errorf("Request.More of the burst's launches: %v, want %v", s.more, want)
 	}
 }

@@ -172,6 +172,15 @@ func (h *HotConn) ReadFrame() (Frame, error) {
 	}
 }
 
+// Pending reports whether another request already waits on the submission
+// ring behind the ones ReadFrame returned (a hint, for batching).
+func (h *HotConn) Pending() bool {
+	if h.state.Load() != hotRings {
+		return false
+	}
+	return h.sq.Pending()
+}
+
 // WriteMessage sends a reply: on the completion ring once the peer may read
 // it there, except that a frame with descriptors always goes on the socket.
 func (h *HotConn) WriteMessage(id uint64, flags v1.Flags, m v1.Message, fds ...int) error {

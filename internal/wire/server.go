@@ -16,11 +16,16 @@ type Request struct {
 	Msg    v1.Message
 	// FDs came with the request; the handler owns them.
 	FDs []int
+	// More: another request already waited on the transport behind this one
+	// when it was read (a burst): a handler may leave work that a later
+	// request of the burst will push on. Only rings report it.
+	More bool
 }
 
 // Handler answers one request with its reply (nil for Empty) and descriptors to
 // send with it, or an error that goes back as an Error reply. Serve closes the
-// returned descriptors once they are sent (or if they cannot be).
+// returned descriptors once they are sent (or if they cannot be). The Request
+// is the handler's only for the call: Serve reuses it for the next one.
 type Handler func(ctx context.Context, req *Request) (reply v1.Message, fds []int, err error)
 
 // Server serves the requests of one endpoint on connections.
@@ -62,7 +67,9 @@ func (s *Server) Serve(ctx context.Context, c Transport) error {
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 
+	pending, _ := c.(interface{ Pending() bool })
 	greeted := false
+	req := new(Request)
 	for {
 		f, err := c.ReadFrame()
 		if err != nil {
@@ -81,7 +88,10 @@ func (s *Server) Serve(ctx context.Context, c Transport) error {
 			}
 			return fmt.Errorf("serve: %w", err)
 		}
-		req := &Request{Header: f.Header, FDs: f.FDs}
+		*req = Request{Header: f.Header, FDs: f.FDs}
+		if pending != nil {
+			req.More = pending.Pending()
+		}
 		reply, fds, err := s.serveOne(ctx, req, f.Payload, greeted)
 		fatal := !greeted && err != nil
 		if err == nil && req.Header.Type == v1.TypeHello {
