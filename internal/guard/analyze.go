@@ -23,6 +23,9 @@ import (
 type facts struct {
 	hoist map[string]*hoisted // by register name
 	defAt map[*ptx.Instruction][]string
+	// proven are the shared accesses the range analysis proved in bounds
+	// (ranges.go): statically, or in the fast variant under its entry check.
+	proven map[*ptx.Instruction]bool
 }
 
 // hoisted is a register whose accesses are checked at its definition: one
@@ -86,9 +89,8 @@ func (h *hoisted) mergedCheck(ks []int) (hcheck, bool) {
 	return hcheck{off: lo, width: int(end - lo), align: al}, true
 }
 
-// provenReg reports whether an access at [reg+off] needs no check of its own
-// (never: proofs are by hoisting, see hoistedFor).
-func (f *facts) provenReg(reg string, off int64, acc access) bool { return false }
+// provenAt reports whether in's shared access needs no check (ranges.go).
+func (f *facts) provenAt(in *ptx.Instruction) bool { return f != nil && f.proven[in] }
 
 // hoistedFor returns the hoisted check covering an access, or nil.
 func (f *facts) hoistedFor(reg string) *hoisted {
@@ -128,9 +130,8 @@ func (s *flowScope) branchTargets(name string) ([]string, bool) {
 	return nil, false
 }
 
-// analyze finds the function's hoistable registers.
-func analyze(r *fnRewriter) *facts {
-	f := &facts{hoist: map[string]*hoisted{}, defAt: map[*ptx.Instruction][]string{}}
+// flatten lists a body's instructions in order, each with its label scope.
+func flatten(body *ptx.Block) []flowNode {
 	var nodes []flowNode
 	var walk func(b *ptx.Block, sc *flowScope)
 	walk = func(b *ptx.Block, parent *flowScope) {
@@ -158,7 +159,14 @@ func analyze(r *fnRewriter) *facts {
 			}
 		}
 	}
-	walk(r.f.Body, nil)
+	walk(body, nil)
+	return nodes
+}
+
+// analyze finds the function's hoistable registers.
+func analyze(r *fnRewriter) *facts {
+	f := &facts{hoist: map[string]*hoisted{}, defAt: map[*ptx.Instruction][]string{}, proven: r.proven}
+	nodes := flatten(r.f.Body)
 	if len(nodes) == 0 || len(nodes) > 200000 {
 		return f
 	}
@@ -183,7 +191,7 @@ func analyze(r *fnRewriter) *facts {
 	bad := map[string]bool{}
 	for i, n := range nodes {
 		accs, err := accessesOf(r.f.Name, n.in)
-		if err != nil || len(accs) == 0 {
+		if err != nil || len(accs) == 0 || f.provenAt(n.in) {
 			continue
 		}
 		for _, acc := range accs {

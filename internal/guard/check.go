@@ -51,6 +51,11 @@ func (r *fnRewriter) guardAccesses(in *ptx.Instruction, accs []access) ([]ptx.St
 			}
 		}
 	}
+	if len(accs) == 1 && r.facts.provenAt(in) {
+		st.Accesses++
+		st.ProvenShape++
+		return append(out, in), nil
+	}
 	if len(accs) == 1 {
 		if a, ok := in.Operands[accs[0].op].(*ptx.Address); ok {
 			if b, ok := a.Base.(*ptx.Reg); ok {
@@ -231,9 +236,7 @@ func (r *fnRewriter) resolve(in *ptx.Instruction, acc access) (target, error) {
 		if bits == 32 && (acc.space == spGlobal || acc.space == spGeneric) {
 			return target{}, refuse(r.f.Name, in, "a 32-bit register as a %s address", acc.space)
 		}
-		if r.facts.provenReg(b.Name, a.Offset, acc) {
-			return target{proven: true}, nil
-		}
+
 		if a.Offset == 0 {
 			return target{ea: b, bits: bits}, nil
 		}

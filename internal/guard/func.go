@@ -36,8 +36,10 @@ type fnRewriter struct {
 	branchTgt map[string]int      // .branchtargets label → number of targets
 	callTgt   map[string][]string // .calltargets label → functions
 
-	recorded bool // the function records violations: it needs the count registers and flushes
-	depth    int  // nesting of the block being rewritten; 0 for the body
+	proven   map[*ptx.Instruction]bool // shared accesses proven in bounds (ranges.go)
+	variant  *variant                  // the kernel has a fast and a checked variant (specialize.go)
+	recorded bool                      // the function records violations: it needs the count registers and flushes
+	depth    int                       // nesting of the block being rewritten; 0 for the body
 	labels   map[string]bool
 	lprefix  string       // a prefix no label of the function starts with
 	slow     []*slowFlush // out-of-line record writers, by the instruction they end with
@@ -85,6 +87,7 @@ func (g *guarder) function(f *ptx.Function, id int) error {
 		r.needLo()
 		r.countReg()
 	}
+	r.specialize()
 	r.facts = analyze(r)
 	if err := r.block(f.Body, true); err != nil {
 		return err
@@ -449,6 +452,7 @@ func (r *fnRewriter) finish() {
 			add(ins("mov.b64", r.a, r.lo))
 		}
 	}
+	pro = append(pro, r.entryCheck()...)
 	var decls []ptx.Stmt
 	for _, d := range []struct {
 		n int

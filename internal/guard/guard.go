@@ -38,8 +38,14 @@ type Stats struct {
 	Checked  int // checked at run time, each by a check of its own
 	Hoisted  int // covered by one check at their address register's definition
 	Proven   int // proven inside their variable at load time: no check
-	Reused   int // reused an earlier check of the same address in the same block
-	Stripped int // trap, brkpt, __assertfail and vprintf sites replaced
+	// ProvenShape counts shared accesses the range analysis proved inside
+	// the block's shared memory from the thread index bounds: no check, in
+	// the fast variant of their kernel when the proof needs the launch's
+	// block shape (checked once per thread at entry; see ranges.go).
+	ProvenShape int
+	Variants    int // kernels given a fast variant and a fully checked one
+	Reused      int // reused an earlier check of the same address in the same block
+	Stripped    int // trap, brkpt, __assertfail and vprintf sites replaced
 }
 
 // Function returns the name of the function with the 1-based index id (as in

@@ -1,0 +1,1251 @@
+package guard
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gpuos/gpuos/internal/ptx"
+)
+
+// Shared-memory proofs. Most shared addresses in real kernels are a shared
+// variable plus a multiple of a thread index (s[threadIdx.x], As[ty][k],
+// buf + blockDim.x + tid). This analysis bounds every 32-bit register of a
+// kernel by affine forms over the block's dimensions and the shared
+// variables' addresses, flow-sensitively (branch conditions narrow the
+// bounds: s[tid + 32] under tid < 32), and proves a shared access inside
+// [0, limit) — the same limit the run-time check uses, %total_smem_size plus
+// the device's reserve — and aligned:
+//
+//   - statically, when the bounds are a sized .shared variable plus offsets
+//     that stay inside it for every block shape the kernel allows (hardware
+//     limits, .maxntid, .reqntid): no check at all;
+//   - otherwise for the launch's block shape: the kernel gets two variants
+//     in one body (specialize.go). Its prologue evaluates each proof's bounds
+//     with the real %ntid, symbol addresses and limit, once per thread; if
+//     every one holds, the thread runs the fast variant, where these accesses
+//     are unchecked; if not, it branches to the fully checked variant, which
+//     is the original kernel guarded as before. A launch with a larger block
+//     (or less dynamic shared memory) than the proofs allow therefore only
+//     loses speed, never isolation or correctness.
+//
+// Soundness. A register's abstract value is an interval [lo, hi] of affine
+// forms c + Σ k_i·a_i over atoms that are never negative (%ntid.x, .y, .z
+// and the shared variables' addresses), plus a congruence (v ≡ rem mod 2^j),
+// and stands for some integer congruent to the register's bits mod 2^32.
+// Addition, subtraction, multiplication by a constant and shifts left are
+// ring operations and keep that true whatever wraps; an operation that is
+// not (shr, and, rem, comparisons) is used only when its operands' integer
+// ranges lie where the bits read as exactly that integer (symbol-free forms
+// evaluated over the allowed block shapes). The proof shows the address's
+// integer is in [0, limit - width], where integer and bits coincide. The
+// hardware keeps %tid below %ntid, %ntid.x and .y at most 1024 and .z at
+// most 64; a .reqntid or .maxntid kernel cannot be launched outside them.
+// The run-time evaluation of a bound uses the real values of its atoms and
+// is exact (forms whose values could leave the int32 range are not used).
+// Anything the analysis does not model makes a register unknown; an unknown
+// address is checked as before.
+
+// Atoms of the affine forms: the block dimensions, then the shared
+// variables the function names.
+const (
+	atomNtidX = iota
+	atomNtidY
+	atomNtidZ
+	fixedAtoms
+)
+
+// symMax bounds a shared variable's address when a form with symbols must
+// fit int32 (the shared window is a few hundred KiB).
+const symMax = 1 << 20
+
+// maxMod caps the congruence modulus.
+const maxMod = 1 << 12
+
+type form struct {
+	c int64
+	k []int64 // by atom; nil means all zero
+}
+
+type aval struct {
+	lo, hi   *form // nil: unbounded
+	mod, rem int64 // the integer is ≡ rem (mod mod); mod a power of two >= 1
+}
+
+var top = aval{mod: 1}
+
+func (v aval) isTop() bool { return v.lo == nil && v.hi == nil && v.mod == 1 }
+
+// rel is the fact x - y >= d between two registers' integers.
+type rel struct {
+	x, y string
+	d    int64
+}
+
+type rstate struct {
+	vals map[string]aval
+	rels []rel
+}
+
+func (s *rstate) clone() *rstate {
+	n := &rstate{vals: make(map[string]aval, len(s.vals)), rels: append([]rel(nil), s.rels...)}
+	for k, v := range s.vals {
+		n.vals[k] = v
+	}
+	return n
+}
+
+func (s *rstate) get(name string) aval {
+	if v, ok := s.vals[name]; ok {
+		return v
+	}
+	return top
+}
+
+func (s *rstate) set(name string, v aval) {
+	if v.isTop() {
+		delete(s.vals, name)
+	} else {
+		s.vals[name] = v
+	}
+	rels := s.rels[:0]
+	for _, r := range s.rels {
+		if r.x != name && r.y != name {
+			rels = append(rels, r)
+		}
+	}
+	s.rels = rels
+}
+
+// rangeAnalysis is the state of one function's analysis.
+type rangeAnalysis struct {
+	r       *fnRewriter
+	natoms  int
+	atomOf  map[string]int // shared variable → atom
+	atomVar []*ptx.Var     // atom → variable (nil for the dimensions)
+	ntidMin [3]int64
+	ntidMax [3]int64
+}
+
+// ---- forms ------------------------------------------------------------------
+
+func (ra *rangeAnalysis) konst(c int64) *form { return &form{c: c} }
+
+func (ra *rangeAnalysis) atom(i int, coef, c int64) *form {
+	k := make([]int64, ra.natoms)
+	k[i] = coef
+	return &form{c: c, k: k}
+}
+
+func (f *form) coef(i int) int64 {
+	if f.k == nil {
+		return 0
+	}
+	return f.k[i]
+}
+
+func (ra *rangeAnalysis) combine(a, b *form, sa, sb int64) *form {
+	if a == nil || b == nil {
+		return nil
+	}
+	out := &form{c: a.c*sa + b.c*sb}
+	if a.k != nil || b.k != nil {
+		out.k = make([]int64, ra.natoms)
+		for i := range out.k {
+			out.k[i] = a.coef(i)*sa + b.coef(i)*sb
+		}
+	}
+	if !out.sane() {
+		return nil
+	}
+	return out
+}
+
+// sane keeps coefficients small enough that evaluating a form never
+// overflows int64.
+func (f *form) sane() bool {
+	if f.c > 1<<40 || f.c < -(1<<40) {
+		return false
+	}
+	for _, k := range f.k {
+		if k > 1<<30 || k < -(1<<30) {
+			return false
+		}
+	}
+	return true
+}
+
+func (ra *rangeAnalysis) scale(a *form, s int64) *form { return ra.combine(a, ra.konst(0), s, 0) }
+
+func (f *form) hasSym() bool {
+	for i := fixedAtoms; i < len(f.k); i++ {
+		if f.k[i] != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *form) constOnly() bool {
+	for _, k := range f.k {
+		if k != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *form) equal(g *form) bool {
+	if f == nil || g == nil {
+		return f == g
+	}
+	if f.c != g.c {
+		return false
+	}
+	for i := 0; i < max(len(f.k), len(g.k)); i++ {
+		if f.coef(i) != g.coef(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// extremes are a form's least and greatest values over the allowed block
+// shapes, symbols in [0, symMax] when withSyms, else ok is false if the
+// form has any.
+func (ra *rangeAnalysis) extremes(f *form, withSyms bool) (lo, hi int64, ok bool) {
+	lo, hi = f.c, f.c
+	for i, k := range f.k {
+		if k == 0 {
+			continue
+		}
+		var amin, amax int64
+		if i < fixedAtoms {
+			amin, amax = ra.ntidMin[i], ra.ntidMax[i]
+		} else {
+			if !withSyms {
+				return 0, 0, false
+			}
+			amin, amax = 0, symMax
+		}
+		if k > 0 {
+			lo += k * amin
+			hi += k * amax
+		} else {
+			lo += k * amax
+			hi += k * amin
+		}
+	}
+	return lo, hi, true
+}
+
+// intRange is the integer range of v (symbol-free), if bounded.
+func (ra *rangeAnalysis) intRange(v aval) (lo, hi int64, ok bool) {
+	if v.lo == nil || v.hi == nil {
+		return 0, 0, false
+	}
+	lo, _, ok1 := ra.extremes(v.lo, false)
+	_, hi, ok2 := ra.extremes(v.hi, false)
+	return lo, hi, ok1 && ok2
+}
+
+// le reports whether f <= g for every value of the atoms (all >= 0).
+func (f *form) le(g *form) bool {
+	if f.c > g.c {
+		return false
+	}
+	for i := 0; i < max(len(f.k), len(g.k)); i++ {
+		if f.coef(i) > g.coef(i) {
+			return false
+		}
+	}
+	return true
+}
+
+func (ra *rangeAnalysis) cwMin(a, b *form) *form {
+	if a == nil || b == nil {
+		return nil
+	}
+	out := &form{c: min(a.c, b.c)}
+	if a.k != nil || b.k != nil {
+		out.k = make([]int64, ra.natoms)
+		for i := range out.k {
+			out.k[i] = min(a.coef(i), b.coef(i))
+		}
+	}
+	return out
+}
+
+func (ra *rangeAnalysis) cwMax(a, b *form) *form {
+	if a == nil || b == nil {
+		return nil
+	}
+	out := &form{c: max(a.c, b.c)}
+	if a.k != nil || b.k != nil {
+		out.k = make([]int64, ra.natoms)
+		for i := range out.k {
+			out.k[i] = max(a.coef(i), b.coef(i))
+		}
+	}
+	return out
+}
+
+// tighterHi picks the better of two valid upper bounds (either is sound).
+func (ra *rangeAnalysis) tighterHi(a, b *form) *form {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	case a.le(b):
+		return a
+	case b.le(a):
+		return b
+	}
+	_, ha, oka := ra.extremes(a, false)
+	_, hb, okb := ra.extremes(b, false)
+	if oka && (!okb || ha <= hb) {
+		return a
+	}
+	return b
+}
+
+func (ra *rangeAnalysis) tighterLo(a, b *form) *form {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	case a.le(b):
+		return b
+	case b.le(a):
+		return a
+	}
+	la, _, oka := ra.extremes(a, false)
+	lb, _, okb := ra.extremes(b, false)
+	if oka && (!okb || la >= lb) {
+		return a
+	}
+	return b
+}
+
+// ---- values -----------------------------------------------------------------
+
+func lowbit(x int64) int64 {
+	if x == 0 {
+		return maxMod
+	}
+	if x < 0 {
+		x = -x
+	}
+	return min(x&-x, maxMod)
+}
+
+func modp(x, m int64) int64 { return ((x % m) + m) % m }
+
+func (ra *rangeAnalysis) constVal(c int64) aval {
+	f := ra.konst(c)
+	return aval{lo: f, hi: f, mod: maxMod, rem: modp(c, maxMod)}
+}
+
+func (ra *rangeAnalysis) join(a, b aval) aval {
+	out := aval{lo: ra.cwMin(a.lo, b.lo), hi: ra.cwMax(a.hi, b.hi)}
+	m := min(a.mod, b.mod)
+	for m > 1 && modp(a.rem, m) != modp(b.rem, m) {
+		m /= 2
+	}
+	out.mod, out.rem = m, modp(a.rem, m)
+	return out
+}
+
+func (ra *rangeAnalysis) add(a, b aval, sb int64) aval {
+	out := aval{mod: min(a.mod, b.mod)}
+	if sb > 0 {
+		out.lo, out.hi = ra.combine(a.lo, b.lo, 1, 1), ra.combine(a.hi, b.hi, 1, 1)
+	} else {
+		out.lo, out.hi = ra.combine(a.lo, b.hi, 1, -1), ra.combine(a.hi, b.lo, 1, -1)
+	}
+	out.rem = modp(a.rem+sb*b.rem, out.mod)
+	return out
+}
+
+func (ra *rangeAnalysis) mulConst(a aval, c int64) aval {
+	if c == 0 {
+		return ra.constVal(0)
+	}
+	out := aval{}
+	if c > 0 {
+		out.lo, out.hi = ra.scale(a.lo, c), ra.scale(a.hi, c)
+	} else {
+		out.lo, out.hi = ra.scale(a.hi, c), ra.scale(a.lo, c)
+	}
+	out.mod = min(a.mod*lowbit(c), maxMod)
+	out.rem = modp(a.rem*c, out.mod)
+	return out
+}
+
+func (v aval) equal(w aval) bool {
+	return v.lo.equal(w.lo) && v.hi.equal(w.hi) && v.mod == w.mod && v.rem == w.rem
+}
+
+// ---- transfer ---------------------------------------------------------------
+
+// is32 reports whether in operates on 32-bit integers.
+func is32(in *ptx.Instruction) (signed, ok bool) {
+	ts := in.Types()
+	if len(ts) == 0 {
+		return false, false
+	}
+	switch ts[len(ts)-1] {
+	case ptx.TypeS32:
+		return true, true
+	case ptx.TypeU32, ptx.TypeB32:
+		return false, true
+	}
+	return false, false
+}
+
+// operand is the value of a source operand.
+func (ra *rangeAnalysis) operand(o ptx.Operand, st *rstate) aval {
+	switch o := o.(type) {
+	case *ptx.Int:
+		return ra.constVal(int64(int32(o.Value)))
+	case *ptx.Reg:
+		switch o.Name {
+		case "%tid.x", "%tid.y", "%tid.z":
+			i := int(o.Name[5] - 'x')
+			return aval{lo: ra.konst(0), hi: ra.atom(i, 1, -1), mod: 1}
+		case "%ntid.x", "%ntid.y", "%ntid.z":
+			f := ra.atom(int(o.Name[6]-'x'), 1, 0)
+			return aval{lo: f, hi: f, mod: 1}
+		case "%laneid":
+			return aval{lo: ra.konst(0), hi: ra.konst(31), mod: 1}
+		}
+		if strings.HasPrefix(o.Name, "%") && strings.Contains(o.Name, ".") {
+			return top
+		}
+		return st.get(o.Name)
+	case *ptx.Symbol:
+		if o.Generic {
+			return top
+		}
+		i, ok := ra.atomOf[o.Name]
+		if !ok {
+			return top
+		}
+		al := int64(ra.atomVar[i].Alignment())
+		if ra.atomVar[i].Align > 0 {
+			al = int64(ra.atomVar[i].Align)
+		}
+		al = min(max(al, 1), maxMod)
+		f := ra.atom(i, 1, o.Offset)
+		return aval{lo: f, hi: f, mod: al, rem: modp(o.Offset, al)}
+	}
+	return top
+}
+
+// eval is the value in writes to its one 32-bit destination.
+func (ra *rangeAnalysis) eval(in *ptx.Instruction, st *rstate) aval {
+	signed, ok := is32(in)
+	if !ok || in.HasMod(".sat") || in.HasMod(".cc") || in.HasMod(".hi") || in.HasMod(".wide") {
+		return top
+	}
+	ops := in.Operands
+	arg := func(i int) aval {
+		if i >= len(ops) {
+			return top
+		}
+		return ra.operand(ops[i], st)
+	}
+	isConst := func(i int) (int64, bool) {
+		if i >= len(ops) {
+			return 0, false
+		}
+		if n, ok := ops[i].(*ptx.Int); ok {
+			return int64(int32(n.Value)), true
+		}
+		return 0, false
+	}
+	switch in.Opcode {
+	case "mov":
+		if len(ops) == 2 {
+			return arg(1)
+		}
+	case "cvt":
+		ts := in.Types()
+		if len(ops) == 2 && len(ts) == 2 && ts[0] == ts[1] && len(in.Mods) == 2 {
+			return arg(1)
+		}
+	case "add", "sub":
+		if len(ops) == 3 {
+			s := int64(1)
+			if in.Opcode == "sub" {
+				s = -1
+			}
+			v := ra.add(arg(1), arg(2), s)
+			if in.Opcode == "sub" {
+				a, aok := ops[1].(*ptx.Reg)
+				b, bok := ops[2].(*ptx.Reg)
+				if aok && bok {
+					for _, r := range st.rels {
+						if r.x == a.Name && r.y == b.Name {
+							v.lo = ra.tighterLo(v.lo, ra.konst(r.d))
+						}
+					}
+				}
+			}
+			return v
+		}
+	case "mul":
+		if len(ops) == 3 && in.HasMod(".lo") {
+			if c, ok := isConst(2); ok {
+				return ra.mulConst(arg(1), c)
+			}
+			if c, ok := isConst(1); ok {
+				return ra.mulConst(arg(2), c)
+			}
+		}
+	case "mad":
+		if len(ops) == 4 && in.HasMod(".lo") {
+			var p aval
+			if c, ok := isConst(2); ok {
+				p = ra.mulConst(arg(1), c)
+			} else if c, ok := isConst(1); ok {
+				p = ra.mulConst(arg(2), c)
+			} else {
+				return top
+			}
+			return ra.add(p, arg(3), 1)
+		}
+	case "shl":
+		if c, ok := isConst(2); ok && len(ops) == 3 && c >= 0 && c < 31 {
+			return ra.mulConst(arg(1), 1<<c)
+		}
+	case "shr":
+		c, ok := isConst(2)
+		if !ok || len(ops) != 3 || c < 0 || c > 31 {
+			return top
+		}
+		a := arg(1)
+		lo, hi, ok := ra.intRange(a)
+		if !ok || (!signed && (lo < 0 || hi >= 1<<32)) || (signed && (lo < -(1<<31) || hi >= 1<<31)) {
+			return top
+		}
+		d := int64(1) << c
+		out := aval{lo: ra.divForm(a.lo, d, false), hi: ra.divForm(a.hi, d, true), mod: 1}
+		if a.mod > d && modp(a.rem, d) == 0 {
+			out.mod, out.rem = a.mod/d, modp(a.rem/d, a.mod/d)
+		}
+		return out
+	case "and":
+		if len(ops) != 3 {
+			return top
+		}
+		for i := 1; i <= 2; i++ {
+			if m, ok := isConst(i); ok && m >= 0 {
+				out := aval{lo: ra.konst(0), hi: ra.konst(m), mod: 1}
+				if lo, hi, ok := ra.intRange(arg(3 - i)); ok && lo >= 0 && hi < m {
+					out.hi = ra.konst(hi)
+				}
+				return out
+			}
+		}
+	case "rem":
+		if c, ok := isConst(2); ok && len(ops) == 3 && c > 0 && !signed {
+			return aval{lo: ra.konst(0), hi: ra.konst(c - 1), mod: 1}
+		}
+	case "selp":
+		if len(ops) == 4 {
+			return ra.join(arg(1), arg(2))
+		}
+	}
+	return top
+}
+
+// divForm bounds floor(v / d) for v bounded by f: a lower bound rounds each
+// coefficient down, an upper bound up (the atoms are never negative).
+func (ra *rangeAnalysis) divForm(f *form, d int64, up bool) *form {
+	if f == nil {
+		return nil
+	}
+	div := func(x int64) int64 {
+		q := x / d
+		if x%d != 0 && (x < 0) != up {
+			if up {
+				q++
+			} else {
+				q--
+			}
+		}
+		return q
+	}
+	out := &form{c: floorDiv(f.c, d)}
+	if f.k != nil {
+		out.k = make([]int64, len(f.k))
+		for i, k := range f.k {
+			out.k[i] = div(k)
+		}
+	}
+	return out
+}
+
+func floorDiv(x, d int64) int64 {
+	q := x / d
+	if x%d != 0 && x < 0 {
+		q--
+	}
+	return q
+}
+
+// step applies in to st.
+func (ra *rangeAnalysis) step(in *ptx.Instruction, st *rstate) {
+	defs := defsOf(in)
+	if len(defs) == 0 {
+		return
+	}
+	// Memory destinations are not registers: a store defines nothing.
+	if _, isAddr := in.Operands[0].(*ptx.Address); isAddr {
+		return
+	}
+	v := top
+	if len(defs) == 1 {
+		if _, isReg := in.Operands[0].(*ptx.Reg); isReg {
+			v = ra.eval(in, st)
+		}
+	}
+	for _, d := range defs {
+		w := v
+		if len(defs) > 1 {
+			w = top
+		}
+		if in.Guard != nil {
+			w = ra.join(st.get(d), w)
+		}
+		st.set(d, w)
+	}
+}
+
+// ---- branch conditions ------------------------------------------------------
+
+var negCmp = map[string]string{"lt": "ge", "ge": "lt", "le": "gt", "gt": "le", "eq": "ne", "ne": "eq",
+	"lo": "hs", "hs": "lo", "ls": "hi", "hi": "ls"}
+
+// refine narrows st with the condition that decided the branch ending a
+// block: cond is the setp that computed its predicate, holds whether the
+// predicate's comparison is true on this edge.
+func (ra *rangeAnalysis) refine(st *rstate, setp *ptx.Instruction, holds bool) {
+	signed, ok := is32(setp)
+	if !ok || len(setp.Operands) != 3 || len(setp.Mods) < 2 {
+		return
+	}
+	op := strings.TrimPrefix(setp.Mods[0], ".")
+	switch op {
+	case "lo":
+		op = "lt"
+	case "ls":
+		op = "le"
+	case "hi":
+		op = "gt"
+	case "hs":
+		op = "ge"
+	}
+	if !holds {
+		op = negCmp[op]
+	}
+	x, y := setp.Operands[1], setp.Operands[2]
+	switch op {
+	case "gt", "ge":
+		x, y = y, x
+		op = map[string]string{"gt": "lt", "ge": "le"}[op]
+	}
+	var strict int64
+	switch op {
+	case "lt":
+		strict = 1
+	case "le":
+	default:
+		return
+	}
+	// The integers compared: an operand's value if its bits read as it in
+	// this comparison's domain, an unknown register's bits read in it.
+	domLo, domHi := int64(0), int64(1)<<32-1
+	if signed {
+		domLo, domHi = -(1 << 31), 1<<31-1
+	}
+	// A register whose integer may not be what its bits read as in this
+	// comparison is given that reading instead (its congruence holds for
+	// the bits too: the modulus divides 2^32); facts about the old integer go.
+	var reset []string
+	read := func(o ptx.Operand) (aval, bool) {
+		v := ra.operand(o, st)
+		if lo, hi, ok := ra.intRange(v); ok && lo >= domLo && hi <= domHi {
+			return v, true
+		}
+		if r, ok := o.(*ptx.Reg); ok && !strings.Contains(r.Name, ".") {
+			reset = append(reset, r.Name)
+			return aval{lo: ra.konst(domLo), hi: ra.konst(domHi), mod: v.mod, rem: v.rem}, true
+		}
+		return v, false
+	}
+	vx, okx := read(x)
+	vy, oky := read(y)
+	if !okx || !oky {
+		return
+	}
+	for _, name := range reset {
+		rels := st.rels[:0]
+		for _, r := range st.rels {
+			if r.x != name && r.y != name {
+				rels = append(rels, r)
+			}
+		}
+		st.rels = rels
+	}
+	// x <= y - strict.
+	// The register is not redefined: facts about it stay (no set). Of two
+	// bounds that do not compare, a constant one replaces the old (tid < 32
+	// in a reduction's last warp); one from a register does not (tid < s,
+	// with s growing in a loop, would never let the loop's state settle).
+	pick := func(old, nw *form, other ptx.Operand, hi bool) *form {
+		if nw == nil {
+			return old
+		}
+		if old == nil {
+			return nw
+		}
+		if _, isConst := other.(*ptx.Int); isConst {
+			if hi {
+				return ra.tighterHi(old, nw)
+			}
+			return ra.tighterLo(old, nw)
+		}
+		if hi && nw.le(old) || !hi && old.le(nw) {
+			return nw
+		}
+		// Tighter for every allowed launch than a constant bound.
+		if mn, mx, ok := ra.extremes(nw, true); ok && old.constOnly() && (hi && mx <= old.c || !hi && mn >= old.c) {
+			return nw
+		}
+		return old
+	}
+	if r, ok := x.(*ptx.Reg); ok && !strings.Contains(r.Name, ".") && vy.hi != nil {
+		vx.hi = pick(vx.hi, ra.combine(vy.hi, ra.konst(strict), 1, -1), y, true)
+		st.vals[r.Name] = vx
+	}
+	if r, ok := y.(*ptx.Reg); ok && !strings.Contains(r.Name, ".") && vx.lo != nil {
+		vy.lo = pick(vy.lo, ra.combine(vx.lo, ra.konst(strict), 1, 1), x, false)
+		st.vals[r.Name] = vy
+	}
+	rx, okx := x.(*ptx.Reg)
+	ry, oky := y.(*ptx.Reg)
+	if okx && oky && !strings.Contains(rx.Name, ".") && !strings.Contains(ry.Name, ".") {
+		st.rels = append(st.rels, rel{x: ry.Name, y: rx.Name, d: strict})
+	}
+}
+
+// condOf finds the setp that computed the predicate of the branch ending
+// nodes[first..last], with nothing in between redefining its operands.
+func condOf(nodes []flowNode, first, last int) (setp *ptx.Instruction, negated bool) {
+	br := nodes[last].in
+	if br.Opcode != "bra" || br.Guard == nil {
+		return nil, false
+	}
+	p := br.Guard.Reg.Name
+	for i := last - 1; i >= first; i-- {
+		in := nodes[i].in
+		ds := defsOf(in)
+		if in.Opcode == "setp" && in.Guard == nil && len(in.Operands) == 3 {
+			switch d := in.Operands[0].(type) {
+			case *ptx.Reg:
+				if d.Name == p {
+					return checkUnchanged(nodes, in, i, last, br.Guard.Negated)
+				}
+			case *ptx.Pair:
+				if r, ok := d.First.(*ptx.Reg); ok && r.Name == p {
+					return checkUnchanged(nodes, in, i, last, br.Guard.Negated)
+				}
+				if r, ok := d.Second.(*ptx.Reg); ok && r.Name == p {
+					return checkUnchanged(nodes, in, i, last, !br.Guard.Negated)
+				}
+			}
+		}
+		for _, d := range ds {
+			if d == p {
+				return nil, false
+			}
+		}
+	}
+	return nil, false
+}
+
+func checkUnchanged(nodes []flowNode, setp *ptx.Instruction, at, last int, negated bool) (*ptx.Instruction, bool) {
+	var srcs []string
+	for _, o := range setp.Operands[1:] {
+		if r, ok := o.(*ptx.Reg); ok {
+			srcs = append(srcs, r.Name)
+		}
+	}
+	for i := at + 1; i < last; i++ {
+		for _, d := range defsOf(nodes[i].in) {
+			for _, s := range srcs {
+				if d == s {
+					return nil, false
+				}
+			}
+		}
+	}
+	return setp, negated
+}
+
+// ---- the analysis -------------------------------------------------------------
+
+// proof is the outcome for one shared access.
+type proof struct {
+	static bool
+	conds  []rcond // run-time conditions (none when static)
+}
+
+// rcond is one run-time condition of the fast variant: f >= 0 (lower) or
+// f + width <= limit (upper, width folded into f).
+type rcond struct {
+	f     *form
+	upper bool
+}
+
+func (c rcond) key() string {
+	var b strings.Builder
+	if c.upper {
+		b.WriteString("u")
+	} else {
+		b.WriteString("l")
+	}
+	b.WriteString(strconv.FormatInt(c.f.c, 10))
+	for _, k := range c.f.k {
+		b.WriteByte(',')
+		b.WriteString(strconv.FormatInt(k, 10))
+	}
+	return b.String()
+}
+
+// rangeResult is what the analysis proved about a function.
+type rangeResult struct {
+	ra     *rangeAnalysis
+	static map[*ptx.Instruction]bool // proven whatever the launch
+	shape  map[*ptx.Instruction]bool // proven when every cond holds
+	conds  []rcond
+	aligns []alignCond // dynamic shared variables whose alignment the proofs assume
+	hot    int         // shape-proven accesses, those in loops counting 8
+}
+
+// alignCond: the address of the variable is a multiple of align.
+type alignCond struct {
+	atom  int
+	align int64
+}
+
+// maxConds bounds the run-time conditions of one kernel's entry check.
+const maxConds = 12
+
+// analyzeRanges runs the analysis over r's function.
+func analyzeRanges(r *fnRewriter) *rangeResult {
+	if len(shadowedRegs(r.f.Body)) > 0 {
+		return nil
+	}
+	ra := &rangeAnalysis{r: r, atomOf: map[string]int{}, natoms: fixedAtoms}
+	ra.atomVar = make([]*ptx.Var, fixedAtoms)
+	var names []string
+	for name, v := range r.shared {
+		if v.Space == ptx.SpaceShared {
+			names = append(names, name)
+		}
+	}
+	for name, v := range r.g.vars {
+		if v.Space == ptx.SpaceShared && r.shared[name] == nil {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v := r.shared[name]
+		if v == nil {
+			v = r.g.vars[name]
+		}
+		ra.atomOf[name] = ra.natoms
+		ra.atomVar = append(ra.atomVar, v)
+		ra.natoms++
+	}
+	ra.ntidMin = [3]int64{1, 1, 1}
+	ra.ntidMax = [3]int64{1024, 1024, 64}
+	for _, d := range r.f.Directives {
+		dims := [3]int64{1, 1, 1}
+		for i := 0; i < 3 && i < len(d.Args); i++ {
+			if len(d.Args[i]) == 1 {
+				if n, ok := d.Args[i][0].(*ptx.Int); ok && n.Value > 0 {
+					dims[i] = n.Value
+				}
+			}
+		}
+		switch d.Name {
+		case ".reqntid":
+			for i := range dims {
+				ra.ntidMin[i], ra.ntidMax[i] = dims[i], min(dims[i], ra.ntidMax[i])
+			}
+		case ".maxntid":
+			total := dims[0] * dims[1] * dims[2]
+			for i := range dims {
+				ra.ntidMax[i] = min(ra.ntidMax[i], total)
+			}
+		}
+	}
+
+	nodes := flatten(r.f.Body)
+	if len(nodes) == 0 || len(nodes) > 50000 {
+		return nil
+	}
+	fl := buildFlow(nodes)
+	if fl.unresolved {
+		return nil
+	}
+	nb := len(fl.start)
+	end := func(b int) int {
+		if b+1 < nb {
+			return fl.start[b+1] - 1
+		}
+		return len(nodes) - 1
+	}
+	in := make([]*rstate, nb)
+	visits := make([]int, nb)
+	in[0] = &rstate{vals: map[string]aval{}}
+	order := make([]int, 0, nb)
+	for b := 0; b < nb; b++ {
+		if fl.rpo[b] >= 0 {
+			order = append(order, b)
+		}
+	}
+	sort.Slice(order, func(i, j int) bool { return fl.rpo[order[i]] < fl.rpo[order[j]] })
+	// out computes the state at the end of b on its edge to s.
+	out := func(b, s int, st *rstate) *rstate {
+		last := end(b)
+		setp, neg := condOf(nodes, fl.start[b], last)
+		if setp == nil {
+			return st
+		}
+		br := nodes[last].in
+		taken := -1
+		if sym, ok := br.Operands[0].(*ptx.Symbol); ok {
+			if t, ok := nodes[last].scope.label(sym.Name); ok && t < len(nodes) {
+				taken = fl.block[t]
+			}
+		}
+		fall := -1
+		if last+1 < len(nodes) {
+			fall = fl.block[last+1]
+		}
+		if taken == fall {
+			return st
+		}
+		e := st.clone()
+		// The predicate is true on the taken edge (false when the guard is negated).
+		ra.refine(e, setp, (s == taken) != neg)
+		return e
+	}
+	for pass := 0; ; pass++ {
+		if pass > 64 {
+			return nil // did not settle: prove nothing
+		}
+		changed := false
+		for _, b := range order {
+			if in[b] == nil {
+				continue
+			}
+			st := in[b].clone()
+			for i := fl.start[b]; i <= end(b); i++ {
+				ra.step(nodes[i].in, st)
+			}
+			for _, s := range fl.succ[b] {
+				e := out(b, s, st)
+				if in[s] == nil {
+					in[s] = e.clone()
+					changed = true
+					continue
+				}
+				nw := ra.joinStates(in[s], e)
+				if fl.rpo[s] <= fl.rpo[b] {
+					visits[s]++
+					if visits[s] > 4 {
+						nw = ra.widen(in[s], nw)
+					}
+				}
+				if !ra.sameState(in[s], nw) {
+					in[s] = nw
+					changed = true
+				}
+			}
+		}
+		if !changed {
+			break
+		}
+	}
+	// Narrowing: widening dropped bounds that the loop's own exit test
+	// restores (for (s = 1; s < ntid; s <<= 1)). Recompute each head from
+	// its predecessors a few times; keep the result only if it is still a
+	// fixpoint (every edge's state inside its target's), which is what
+	// soundness needs.
+	preds := make([][]int, nb)
+	for _, b := range order {
+		for _, s := range fl.succ[b] {
+			preds[s] = append(preds[s], b)
+		}
+	}
+	endState := func(st []*rstate, b int) *rstate {
+		e := st[b].clone()
+		for i := fl.start[b]; i <= end(b); i++ {
+			ra.step(nodes[i].in, e)
+		}
+		return e
+	}
+	narrow := append([]*rstate(nil), in...)
+	for round := 0; round < 3; round++ {
+		for _, b := range order {
+			var nw *rstate
+			if b == 0 {
+				nw = &rstate{vals: map[string]aval{}}
+			}
+			for _, p := range preds[b] {
+				if narrow[p] == nil {
+					continue
+				}
+				e := out(p, b, endState(narrow, p))
+				if nw == nil {
+					nw = e.clone()
+				} else {
+					nw = ra.joinStates(nw, e)
+				}
+			}
+			if nw != nil {
+				narrow[b] = nw
+			}
+		}
+	}
+	stable := true
+	for _, b := range order {
+		if narrow[b] == nil {
+			continue
+		}
+		e := endState(narrow, b)
+		for _, s := range fl.succ[b] {
+			if narrow[s] == nil || !ra.sameState(narrow[s], ra.joinStates(narrow[s], out(b, s, e))) {
+				stable = false
+				if dbgHook != nil {
+					dbgHook(nodes[fl.start[s]].in, narrow[s])
+					dbgHook(nodes[fl.start[s]].in, ra.joinStates(narrow[s], out(b, s, e)))
+				}
+			}
+		}
+	}
+	if stable {
+		in = narrow
+	}
+
+	// Loops, roughly: blocks between a back edge's head and its source.
+	inLoop := make([]bool, nb)
+	for b := 0; b < nb; b++ {
+		for _, s := range fl.succ[b] {
+			if fl.rpo[b] >= 0 && fl.rpo[s] >= 0 && fl.rpo[s] <= fl.rpo[b] {
+				for x := 0; x < nb; x++ {
+					if fl.rpo[x] >= fl.rpo[s] && fl.rpo[x] <= fl.rpo[b] {
+						inLoop[x] = true
+					}
+				}
+			}
+		}
+	}
+
+	res := &rangeResult{ra: ra, static: map[*ptx.Instruction]bool{}, shape: map[*ptx.Instruction]bool{}}
+	seen := map[string]bool{}
+	aligned := map[int]int64{}
+	for _, b := range order {
+		if in[b] == nil {
+			continue
+		}
+		st := in[b].clone()
+		for i := fl.start[b]; i <= end(b); i++ {
+			ins := nodes[i].in
+			if dbgHook != nil {
+				dbgHook(ins, st)
+			}
+			if pf, ok := ra.proveAccess(ins, st, aligned); ok {
+				if pf.static {
+					res.static[ins] = true
+				} else if r.f.Entry {
+					var add []rcond
+					for _, c := range pf.conds {
+						if !seen[c.key()] {
+							add = append(add, c)
+						}
+					}
+					if len(res.conds)+len(add) <= maxConds {
+						for _, c := range add {
+							seen[c.key()] = true
+							res.conds = append(res.conds, c)
+						}
+						res.shape[ins] = true
+						res.hot++
+						if inLoop[b] {
+							res.hot += 7
+						}
+					}
+				}
+			}
+			ra.step(ins, st)
+		}
+	}
+	for atom, al := range aligned {
+		res.aligns = append(res.aligns, alignCond{atom: atom, align: al})
+	}
+	sort.Slice(res.aligns, func(i, j int) bool { return res.aligns[i].atom < res.aligns[j].atom })
+	return res
+}
+
+func (ra *rangeAnalysis) joinStates(a, b *rstate) *rstate {
+	out := &rstate{vals: map[string]aval{}}
+	for k, va := range a.vals {
+		if vb, ok := b.vals[k]; ok {
+			if j := ra.join(va, vb); !j.isTop() {
+				out.vals[k] = j
+			}
+		}
+	}
+	for _, ra1 := range a.rels {
+		for _, rb := range b.rels {
+			if ra1.x == rb.x && ra1.y == rb.y {
+				out.rels = append(out.rels, rel{x: ra1.x, y: ra1.y, d: min(ra1.d, rb.d)})
+			}
+		}
+	}
+	return out
+}
+
+// widen drops the bounds that still move at a loop head.
+func (ra *rangeAnalysis) widen(old, nw *rstate) *rstate {
+	out := nw.clone()
+	for k, v := range nw.vals {
+		o, ok := old.vals[k]
+		if !ok {
+			delete(out.vals, k)
+			continue
+		}
+		if !v.lo.equal(o.lo) {
+			v.lo = nil
+		}
+		if v.hi != nil && !v.hi.equal(o.hi) {
+			v.hi = nil
+		}
+		if v.isTop() {
+			delete(out.vals, k)
+		} else {
+			out.vals[k] = v
+		}
+	}
+	return out
+}
+
+func (ra *rangeAnalysis) sameState(a, b *rstate) bool {
+	if len(a.vals) != len(b.vals) || len(a.rels) != len(b.rels) {
+		return false
+	}
+	for k, v := range a.vals {
+		w, ok := b.vals[k]
+		if !ok || !v.equal(w) {
+			return false
+		}
+	}
+	for i := range a.rels {
+		if a.rels[i] != b.rels[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// proveAccess tries to prove in's one shared access (a plain load, store or
+// atomic at [reg+off] or [sym+off]) inside shared memory and aligned.
+func (ra *rangeAnalysis) proveAccess(in *ptx.Instruction, st *rstate, aligned map[int]int64) (proof, bool) {
+	accs, err := accessesOf(ra.r.f.Name, in)
+	if err != nil || len(accs) != 1 || accs[0].space != spShared || accs[0].size != nil || accs[0].hint {
+		return proof{}, false
+	}
+	switch in.Opcode {
+	case "ld", "st", "atom", "red":
+	default:
+		return proof{}, false
+	}
+	acc := accs[0]
+	a := in.Operands[acc.op].(*ptx.Address)
+	var v aval
+	switch b := a.Base.(type) {
+	case *ptx.Reg:
+		if ra.r.regType(b.Name).Bits() != 32 {
+			return proof{}, false
+		}
+		v = ra.operand(b, st)
+	case *ptx.Symbol:
+		v = ra.operand(b, st)
+	default:
+		return proof{}, false
+	}
+	if v.lo == nil || v.hi == nil {
+		return proof{}, false
+	}
+	w := int64(acc.width)
+	lo := ra.combine(v.lo, ra.konst(a.Offset), 1, 1)
+	hi := ra.combine(v.hi, ra.konst(a.Offset+w), 1, 1) // the end
+	if lo == nil || hi == nil || v.mod < w || modp(v.rem+a.Offset, w) != 0 {
+		return proof{}, false
+	}
+	// Statically: one sized variable plus offsets that stay inside it.
+	for i := fixedAtoms; i < ra.natoms; i++ {
+		if lo.coef(i) != 1 || hi.coef(i) != 1 {
+			continue
+		}
+		vr := ra.atomVar[i]
+		size, _, err := varShape(vr)
+		if err != nil || size == 0 {
+			break
+		}
+		rl, rh := ra.combine(lo, ra.atom(i, 1, 0), 1, -1), ra.combine(hi, ra.atom(i, 1, 0), 1, -1)
+		mn, _, ok1 := ra.extremes(rl, false)
+		_, mx, ok2 := ra.extremes(rh, false)
+		if ok1 && ok2 && mn >= 0 && mx <= int64(size) {
+			return proof{static: true}, true
+		}
+		break
+	}
+	// At run time: every form must evaluate exactly in int32.
+	for _, f := range []*form{lo, hi} {
+		mn, mx, ok := ra.extremes(f, true)
+		if !ok || mn < -(1<<30) || mx > 1<<30 {
+			return proof{}, false
+		}
+	}
+	var pf proof
+	if mn, _, ok := ra.extremes(lo, true); !ok || mn < 0 {
+		pf.conds = append(pf.conds, rcond{f: lo})
+	}
+	pf.conds = append(pf.conds, rcond{f: hi, upper: true})
+	// The congruence counted on the declared alignment of the variables in
+	// the address; a dynamic one's is checked at run time too.
+	for i := fixedAtoms; i < ra.natoms; i++ {
+		if lo.coef(i) == 0 && hi.coef(i) == 0 {
+			continue
+		}
+		if size, _, err := varShape(ra.atomVar[i]); err == nil && size > 0 {
+			continue
+		}
+		al := min(max(int64(ra.atomVar[i].Align), int64(ra.atomVar[i].Alignment()), 1), maxMod)
+		aligned[i] = max(aligned[i], min(al, w))
+	}
+	return pf, true
+}
+
+var dbgHook func(*ptx.Instruction, *rstate)
