@@ -108,7 +108,7 @@ func (d *Driver) copy1(ds *dstream, dst, src loc, n uint64, sync bool) Result {
 	switch {
 	case dst.dev != nil && src.dev != nil:
 		ds.submit()
-		return resultOf(opAny, ds.sess.s.CopyDevice(client.Addr(dst.addr), client.Addr(src.addr), n, ds.cs))
+		return d.fail(ds.sess.s.CopyDevice(client.Addr(dst.addr), client.Addr(src.addr), n, ds.cs))
 	case dst.dev != nil:
 		data := hostBytes(uintptr(src.addr), n)
 		if sync {
@@ -116,7 +116,7 @@ func (d *Driver) copy1(ds *dstream, dst, src loc, n uint64, sync bool) Result {
 			return ds.completes(before, ds.sess.s.CopyToDeviceSync(bg, client.Addr(dst.addr), data, ds.cs))
 		}
 		ds.submit()
-		return resultOf(opAny, ds.sess.s.CopyToDevice(client.Addr(dst.addr), data, ds.cs))
+		return d.fail(ds.sess.s.CopyToDevice(client.Addr(dst.addr), data, ds.cs))
 	case src.dev != nil:
 		before := ds.submitted.Load()
 		return ds.completes(before, ds.sess.s.CopyFromDevice(bg, hostBytes(uintptr(dst.addr), n), client.Addr(src.addr), ds.cs))
@@ -124,7 +124,7 @@ func (d *Driver) copy1(ds *dstream, dst, src loc, n uint64, sync bool) Result {
 	// Host to host: after the stream's work, like any copy on it.
 	if ds != nil {
 		if err := ds.sync(); err != nil {
-			return resultOf(opAny, err)
+			return d.fail(err)
 		}
 	}
 	copy(hostBytes(uintptr(dst.addr), n), hostBytes(uintptr(src.addr), n))
@@ -333,7 +333,7 @@ func (d *Driver) Memcpy3D(t Thread, c Copy3D, stream uint64, async bool) Result 
 		}
 	}
 	if !async && dst.dev != nil && src.dev != nil {
-		return resultOf(opAny, ds.sync())
+		return d.fail(ds.sync())
 	}
 	return cu.CUDA_SUCCESS
 }
@@ -386,12 +386,12 @@ func (d *Driver) Memset2D(t Thread, dst, pitch uint64, value uint32, elem int, w
 	}
 	if pitch == rowBytes {
 		ds.submit()
-		return resultOf(opAny, ds.sess.s.Memset(client.Addr(dst), value, elem, width*height, ds.cs))
+		return d.fail(ds.sess.s.Memset(client.Addr(dst), value, elem, width*height, ds.cs))
 	}
 	for y := uint64(0); y < height; y++ {
 		ds.submit()
 		if err := ds.sess.s.Memset(client.Addr(dst+y*pitch), value, elem, width, ds.cs); err != nil {
-			return resultOf(opAny, err)
+			return d.fail(err)
 		}
 	}
 	return cu.CUDA_SUCCESS
@@ -408,7 +408,7 @@ func (d *Driver) hostMemset(t Thread, stream, dst, pitch uint64, value uint32, e
 			return r
 		}
 		if err := ds.sync(); err != nil {
-			return resultOf(opAny, err)
+			return d.fail(err)
 		}
 	}
 	var pat [4]byte

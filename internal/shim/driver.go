@@ -219,13 +219,13 @@ func (d *Driver) session(dev *device) (*session, Result) {
 	s, err := d.client.OpenSession(ctx, client.SessionOptions{Device: dev.ordinal, Label: label})
 	if err != nil {
 		d.log.Printf("opening a gpuos session on device %d: %v", dev.ordinal, err)
-		return nil, resultOf(opAny, err)
+		return nil, d.fail(err)
 	}
 	st, err := s.CreateStream(ctx, 0)
 	if err != nil {
 		s.Close()
 		d.log.Printf("creating the default stream on device %d: %v", dev.ordinal, err)
-		return nil, resultOf(opAny, err)
+		return nil, d.fail(err)
 	}
 	sess := &session{dev: dev, s: s}
 	sess.blocking = newDstream(d, sess, st)

@@ -112,7 +112,7 @@ func (d *Driver) EventRecord(t Thread, h, streamH uint64) Result {
 	}
 	f, err := ds.sess.s.Record(bg, ds.cs)
 	if err != nil {
-		return resultOf(opAny, err)
+		return d.fail(err)
 	}
 	ds.submit()
 	ref := &fenceRef{f: f, sess: ds.sess}
@@ -135,7 +135,7 @@ func (d *Driver) EventQuery(h uint64) Result {
 	defer f.release()
 	done, err := f.f.Poll(bg)
 	if err != nil {
-		return resultOf(opAny, err)
+		return d.fail(err)
 	}
 	if !done {
 		return cu.CUDA_ERROR_NOT_READY
@@ -154,7 +154,7 @@ func (d *Driver) EventSynchronize(h uint64) Result {
 		return cu.CUDA_SUCCESS
 	}
 	defer f.release()
-	return resultOf(opAny, f.f.Wait(bg, 0))
+	return d.fail(f.f.Wait(bg, 0))
 }
 
 // EventElapsedTime is cuEventElapsedTime, in milliseconds.
@@ -188,7 +188,7 @@ func (d *Driver) EventElapsedTime(start, end uint64) (float32, Result) {
 		if errors.Is(err, v1.ErrNotReady) {
 			return 0, cu.CUDA_ERROR_NOT_READY
 		}
-		return 0, resultOf(opAny, err)
+		return 0, d.fail(err)
 	}
 	return float32(float64(dur) / float64(time.Millisecond)), cu.CUDA_SUCCESS
 }

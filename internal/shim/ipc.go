@@ -115,7 +115,7 @@ func (d *Driver) IpcGetMemHandle(t Thread, ptr uint64) (IpcHandle, Result) {
 				"neighbours; only allocations of at least the device's granularity can be exported", a.size)
 			return IpcHandle{}, cu.CUDA_ERROR_NOT_SUPPORTED
 		}
-		return IpcHandle{}, resultOf(opAny, err)
+		return IpcHandle{}, d.fail(err)
 	}
 	ex := ipcExport{grant: g, handle: makeIpcHandle(g.Token(), a.size, a.sess.dev.ordinal)}
 	st.exports[a] = ex
@@ -153,7 +153,7 @@ func (d *Driver) IpcOpenMemHandle(t Thread, h IpcHandle, flags uint32) (uint64, 
 		if errors.Is(err, client.ErrNotFound) {
 			return 0, cu.CUDA_ERROR_INVALID_VALUE // revoked, or never made
 		}
-		return 0, resultOf(opAny, err)
+		return 0, d.fail(err)
 	}
 	a := &alloc{base: b.Addr(), size: b.Size(), id: d.newID(), ctx: c, sess: s, buf: b}
 	d.mem.insert(a)

@@ -90,7 +90,7 @@ func (d *Driver) LaunchKernel(thread func() Thread, fh uint64, grid, block [3]ui
 		Stream:    l.ds.cs,
 	}, l.params)
 	l.done()
-	return resultOf(opAny, err)
+	return d.fail(err)
 }
 
 // launch is a launch ready to send: the function, the daemon stream and the

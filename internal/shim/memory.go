@@ -113,7 +113,7 @@ func (d *Driver) MemAlloc(t Thread, size uint64) (uint64, Result) {
 	}
 	b, err := s.s.CreateBuffer(bg, size)
 	if err != nil {
-		return 0, resultOf(opAny, err)
+		return 0, d.fail(err)
 	}
 	a := &alloc{base: b.Addr(), size: size, id: d.newID(), ctx: c, sess: s, buf: b}
 	d.mem.insert(a)
@@ -168,7 +168,7 @@ func (d *Driver) freeAlloc(a *alloc) Result {
 	if !d.mem.remove(a) {
 		return cu.CUDA_ERROR_INVALID_VALUE
 	}
-	return resultOf(opAny, a.buf.Close())
+	return d.fail(a.buf.Close())
 }
 
 // MemGetInfo is cuMemGetInfo: the tenant's view, its quota when it has one.
@@ -178,7 +178,7 @@ func (d *Driver) MemGetInfo(t Thread) (free, total uint64, r Result) {
 		return 0, 0, r
 	}
 	free, total, err := s.s.MemInfo(bg)
-	return free, total, resultOf(opAny, err)
+	return free, total, d.fail(err)
 }
 
 // MemGetAddressRange is cuMemGetAddressRange: the allocation holding ptr.

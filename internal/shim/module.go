@@ -78,16 +78,7 @@ func (d *Driver) readImage(addr uintptr, label string) ([]byte, Result) {
 func (d *Driver) loadBytes(c *ctxObj, s *session, l *library, data []byte, label string) (*module, Result) {
 	p, err := s.s.LoadProgram(bg, data, label)
 	if err != nil {
-		r := resultOf(opLoad, err)
-		// A refusal is a decision the user must hear of even untraced: a
-		// program may ignore the error (CuPy ignores CUB's) and print
-		// whatever the memory held.
-		if c := v1.CodeOf(err); c == v1.CodeUnsupported || c == v1.CodePermissionDenied {
-			d.log.Once("refused-load:"+err.Error(), "%s: refused by gpuos, returning %s: %v", label, r.Name(), err)
-		} else if d.log.Tracing(TraceCalls) {
-			d.log.Printf("%s: %v", label, err)
-		}
-		return nil, r
+		return nil, d.report(opLoad, err) // the error names the label
 	}
 	m := &module{ctx: c, dev: s.dev, sess: s, lib: l, prog: p, name: label, funcs: make(map[string]*function)}
 	m.h = d.modules.add(m)
@@ -157,7 +148,7 @@ func (d *Driver) unloadModule(m *module) Result {
 	m.mu.Unlock()
 	d.mem.forgetModule(m)
 	// Closing the program revokes its kernels in the daemon.
-	return resultOf(opAny, m.prog.Close())
+	return d.fail(m.prog.Close())
 }
 
 // ModuleGetFunction is cuModuleGetFunction: CUDA_ERROR_NOT_FOUND for a name
@@ -185,7 +176,7 @@ func (d *Driver) moduleFunction(m *module, name string) (*function, Result) {
 	}
 	k, err := m.prog.Kernel(bg, name)
 	if err != nil {
-		return nil, resultOf(opAny, err)
+		return nil, d.fail(err)
 	}
 	info := k.Info()
 	f := &function{mod: m, name: name, k: k, info: info, carveout: -1}
@@ -208,7 +199,7 @@ func (d *Driver) ModuleGetGlobal(h uint64, name string) (addr, size uint64, r Re
 	}
 	addr, size, err := m.prog.Global(bg, name)
 	if err != nil {
-		return 0, 0, resultOf(opAny, err)
+		return 0, 0, d.fail(err)
 	}
 	if size > 0 {
 		d.mem.insert(&alloc{base: addr, size: size, id: d.newID(), ctx: m.ctx, sess: m.sess, mod: m})

@@ -2,6 +2,7 @@ package shim
 
 import (
 	"errors"
+	"strings"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	cu "github.com/gpuos/gpuos/internal/abi/cuda"
@@ -70,4 +71,41 @@ func resultOf(o op, err error) Result {
 		return row.load
 	}
 	return row.any
+}
+
+// fail is resultOf for the daemon's answer to any call, with its reason
+// reported (see explain).
+func (d *Driver) fail(err error) Result { return d.report(opAny, err) }
+
+// report converts err into a CUresult and explains it in the log.
+func (d *Driver) report(o op, err error) Result {
+	r := resultOf(o, err)
+	if r != cu.CUDA_SUCCESS {
+		d.explain(err, r)
+	}
+	return r
+}
+
+// explain logs why the daemon refused something. A CUresult alone does not
+// say that gpuos, not the program, is the cause (CuPy reports a refused
+// launch argument as "cudaErrorInvalidValue: invalid argument", and ignores
+// CUB's errors altogether), so refusals are logged untraced, once per
+// message (numbers left out, so that addresses do not make each one new);
+// other errors when tracing calls.
+func (d *Driver) explain(err error, r Result) {
+	switch v1.CodeOf(err) {
+	case v1.CodeUnsupported, v1.CodePermissionDenied, v1.CodeGuardViolation, v1.CodeQuotaExceeded,
+		v1.CodeRevoked, v1.CodeDeviceLost, v1.CodeInvalidArgument:
+		key := strings.Map(func(c rune) rune {
+			if c >= '0' && c <= '9' {
+				return -1
+			}
+			return c
+		}, err.Error())
+		d.log.Once("explain:"+key, "refused by gpuos, returning %s: %v", r.Name(), err)
+	default:
+		if d.log.Tracing(TraceCalls) {
+			d.log.Printf("%s: %v", r.Name(), err)
+		}
+	}
 }

@@ -71,7 +71,7 @@ func (ds *dstream) addHost(fn func(status Result)) Result {
 	}
 	f, err := ds.sess.s.Record(bg, ds.cs)
 	if err != nil {
-		return resultOf(opAny, err)
+		return ds.d.fail(err)
 	}
 	ds.submit()
 	ds.mu.Lock()
@@ -101,7 +101,7 @@ func (ds *dstream) work() {
 		ds.queue = ds.queue[1:]
 		ds.mu.Unlock()
 
-		status := resultOf(opAny, c.fence.Wait(bg, 0))
+		status := ds.d.fail(c.fence.Wait(bg, 0))
 		go c.fence.Close()
 		ds.runner.Store(int64(unix.Gettid()))
 		c.fn(status)
@@ -136,7 +136,7 @@ func (ds *dstream) completes(n uint64, err error) Result {
 	if err == nil {
 		ds.completed(n)
 	}
-	return resultOf(opAny, err)
+	return ds.d.fail(err)
 }
 
 // sync waits for the stream's work and records that it completed.
@@ -217,7 +217,7 @@ func (d *Driver) StreamCreate(t Thread, flags uint32, priority int32) (uint64, R
 	if flags&uint32(cu.CU_STREAM_NON_BLOCKING) != 0 {
 		cs, err := s.s.CreateStream(bg, int(priority))
 		if err != nil {
-			return 0, resultOf(opAny, err)
+			return 0, d.fail(err)
 		}
 		st.ds, st.own = newDstream(d, s, cs), true
 	}
@@ -245,7 +245,7 @@ func (d *Driver) destroyStream(st *stream) Result {
 		return cu.CUDA_SUCCESS
 	}
 	st.ds.wait()
-	return resultOf(opAny, st.ds.cs.Close())
+	return d.fail(st.ds.cs.Close())
 }
 
 // stream returns the stream object of a created stream (not a default one).
@@ -332,7 +332,7 @@ func (d *Driver) StreamSynchronize(t Thread, h uint64) Result {
 	if r := ds.wait(); r != cu.CUDA_SUCCESS {
 		return r
 	}
-	return resultOf(opAny, ds.sync())
+	return d.fail(ds.sync())
 }
 
 // StreamQuery is cuStreamQuery: CUDA_SUCCESS when all the stream's work is
@@ -351,12 +351,12 @@ func (d *Driver) StreamQuery(t Thread, h uint64) Result {
 	}
 	f, err := ds.sess.s.Record(bg, ds.cs)
 	if err != nil {
-		return resultOf(opAny, err)
+		return d.fail(err)
 	}
 	done, err := f.Poll(bg)
 	go f.Close()
 	if err != nil {
-		return resultOf(opAny, err)
+		return d.fail(err)
 	}
 	if !done {
 		return cu.CUDA_ERROR_NOT_READY
@@ -398,7 +398,7 @@ func (d *Driver) StreamWaitEvent(t Thread, h, ev uint64, flags uint32) Result {
 		return cu.CUDA_ERROR_NOT_SUPPORTED
 	}
 	ds.submit()
-	return resultOf(opAny, ds.cs.WaitFence(f.f))
+	return d.fail(ds.cs.WaitFence(f.f))
 }
 
 // LaunchHostFunc is cuLaunchHostFunc (and cuStreamAddCallback, whose callback
@@ -435,7 +435,7 @@ func (d *Driver) syncSession(s *session) Result {
 		counts[i] = ds.submitted.Load()
 	}
 	if err := s.s.Synchronize(bg); err != nil {
-		return resultOf(opAny, err)
+		return d.fail(err)
 	}
 	for i, ds := range streams {
 		ds.completed(counts[i])
