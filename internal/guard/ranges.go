@@ -120,6 +120,9 @@ func (s *rstate) set(name string, v aval) {
 // rangeAnalysis is the state of one function's analysis.
 type rangeAnalysis struct {
 	r       *fnRewriter
+	nodes   []flowNode
+	fl      *flow
+	single  map[string]int // register → its only definition (unguarded, sole destination)
 	natoms  int
 	atomOf  map[string]int // shared variable → atom
 	atomVar []*ptx.Var     // atom → variable (nil for the dimensions)
@@ -906,6 +909,22 @@ func analyzeRanges(r *fnRewriter) *rangeResult {
 	if fl.unresolved {
 		return nil
 	}
+	ra.nodes, ra.fl = nodes, fl
+	ra.single = map[string]int{}
+	ndefs := map[string]int{}
+	for i, n := range nodes {
+		for _, d := range defsOf(n.in) {
+			ndefs[d]++
+			if n.in.Guard == nil && definesOnly(n.in, d) {
+				ra.single[d] = i
+			}
+		}
+	}
+	for d, n := range ndefs {
+		if n != 1 {
+			delete(ra.single, d)
+		}
+	}
 	nb := len(fl.start)
 	end := func(b int) int {
 		if b+1 < nb {
@@ -1062,7 +1081,6 @@ func analyzeRanges(r *fnRewriter) *rangeResult {
 	}
 
 	res := &rangeResult{ra: ra, static: map[*ptx.Instruction]bool{}, shape: map[*ptx.Instruction]bool{}}
-	seen := map[string]bool{}
 	aligned := map[int]int64{}
 	for _, b := range order {
 		if in[b] == nil {
@@ -1074,21 +1092,16 @@ func analyzeRanges(r *fnRewriter) *rangeResult {
 			if dbgHook != nil {
 				dbgHook(ins, st)
 			}
-			if pf, ok := ra.proveAccess(ins, st, aligned); ok {
+			if pf, ok := ra.proveAccess(ins, i, st, aligned); ok {
 				if pf.static {
 					res.static[ins] = true
 				} else if r.f.Entry {
-					var add []rcond
+					conds := res.conds
 					for _, c := range pf.conds {
-						if !seen[c.key()] {
-							add = append(add, c)
-						}
+						conds = addCond(conds, c)
 					}
-					if len(res.conds)+len(add) <= maxConds {
-						for _, c := range add {
-							seen[c.key()] = true
-							res.conds = append(res.conds, c)
-						}
+					if len(conds) <= maxConds {
+						res.conds = conds
 						res.shape[ins] = true
 						res.hot++
 						if inLoop[b] {
@@ -1105,6 +1118,33 @@ func analyzeRanges(r *fnRewriter) *rangeResult {
 	}
 	sort.Slice(res.aligns, func(i, j int) bool { return res.aligns[i].atom < res.aligns[j].atom })
 	return res
+}
+
+// addCond adds c to conds unless one there implies it, and drops those it
+// implies: an upper bound form at least another's everywhere implies it (a
+// lower one, at most). The unrolled offsets of one tile collapse into one.
+func addCond(conds []rcond, c rcond) []rcond {
+	implies := func(a, b rcond) bool { // a implies b
+		if a.upper != b.upper {
+			return false
+		}
+		if a.upper {
+			return b.f.le(a.f)
+		}
+		return a.f.le(b.f)
+	}
+	for _, d := range conds {
+		if implies(d, c) {
+			return conds
+		}
+	}
+	out := make([]rcond, 0, len(conds)+1)
+	for _, d := range conds {
+		if !implies(c, d) {
+			out = append(out, d)
+		}
+	}
+	return append(out, c)
 }
 
 func (ra *rangeAnalysis) joinStates(a, b *rstate) *rstate {
@@ -1168,9 +1208,83 @@ func (ra *rangeAnalysis) sameState(a, b *rstate) bool {
 	return true
 }
 
+// deep is the value of register o at instruction at, recomputed from its
+// definition where that is more precise than the state: an address computed
+// before a branch (r4 = s + 4*tid; if (tid < 4) ... [r4+16]) gets the
+// branch's bound on tid. Sound because o and every register its definition
+// reads have one definition each, the operands' dominating o's and o's
+// dominating at: no operand is redefined between o's definition and at
+// without o being redefined too (else a path from the entry would reach at
+// avoiding o's definition), so their values at at, which st bounds, are
+// the ones o was computed from.
+func (ra *rangeAnalysis) deep(o ptx.Operand, st *rstate, at, depth int) aval {
+	v := ra.operand(o, st)
+	reg, ok := o.(*ptx.Reg)
+	if !ok || depth == 0 || strings.Contains(reg.Name, ".") {
+		return v
+	}
+	d, ok := ra.single[reg.Name]
+	if !ok || !ra.fl.dominates(d, at) {
+		return v
+	}
+	def := ra.nodes[d].in
+	tmp := &rstate{vals: map[string]aval{}}
+	var regs []string
+	for _, x := range def.Operands[1:] {
+		y, ok := x.(*ptx.Reg)
+		if !ok || strings.Contains(y.Name, ".") {
+			continue
+		}
+		if _, single := ra.single[y.Name]; !single || !ra.fl.dominates(ra.single[y.Name], d) {
+			return v
+		}
+		tmp.vals[y.Name] = ra.deep(y, st, d, depth-1)
+		regs = append(regs, y.Name)
+	}
+	for _, r := range st.rels {
+		if contains(regs, r.x) && contains(regs, r.y) {
+			tmp.rels = append(tmp.rels, r)
+		}
+	}
+	return ra.meet(v, ra.eval(def, tmp))
+}
+
+// meet combines two bounds of one register. Each stands for an integer
+// congruent to its bits; they are the same integer when both ranges lie in
+// one span shorter than 2^32, and then the tighter of each bound holds.
+func (ra *rangeAnalysis) meet(a, b aval) aval {
+	if a.isTop() {
+		return b
+	}
+	if b.isTop() {
+		return a
+	}
+	if a.lo == nil || a.hi == nil || b.lo == nil || b.hi == nil {
+		if b.lo != nil && b.hi != nil {
+			return b
+		}
+		return a
+	}
+	al, _, ok1 := ra.extremes(a.lo, true)
+	_, ah, ok2 := ra.extremes(a.hi, true)
+	bl, _, ok3 := ra.extremes(b.lo, true)
+	_, bh, ok4 := ra.extremes(b.hi, true)
+	if !ok1 || !ok2 || !ok3 || !ok4 || max(ah, bh)-min(al, bl) >= 1<<32 {
+		if bh-bl < ah-al {
+			return b
+		}
+		return a
+	}
+	out := aval{lo: ra.tighterLo(a.lo, b.lo), hi: ra.tighterHi(a.hi, b.hi), mod: a.mod, rem: a.rem}
+	if b.mod > a.mod {
+		out.mod, out.rem = b.mod, b.rem
+	}
+	return out
+}
+
 // proveAccess tries to prove in's one shared access (a plain load, store or
 // atomic at [reg+off] or [sym+off]) inside shared memory and aligned.
-func (ra *rangeAnalysis) proveAccess(in *ptx.Instruction, st *rstate, aligned map[int]int64) (proof, bool) {
+func (ra *rangeAnalysis) proveAccess(in *ptx.Instruction, at int, st *rstate, aligned map[int]int64) (proof, bool) {
 	accs, err := accessesOf(ra.r.f.Name, in)
 	if err != nil || len(accs) != 1 || accs[0].space != spShared || accs[0].size != nil || accs[0].hint {
 		return proof{}, false
@@ -1188,7 +1302,7 @@ func (ra *rangeAnalysis) proveAccess(in *ptx.Instruction, st *rstate, aligned ma
 		if ra.r.regType(b.Name).Bits() != 32 {
 			return proof{}, false
 		}
-		v = ra.operand(b, st)
+		v = ra.deep(b, st, at, 8)
 	case *ptx.Symbol:
 		v = ra.operand(b, st)
 	default:

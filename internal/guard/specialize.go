@@ -280,12 +280,17 @@ func (r *fnRewriter) entryCheck() []ptx.Stmt {
 			if k == 0 {
 				continue
 			}
-			if !started {
+			switch {
+			case !started && k == 1:
+				out = append(out, ins("mov.u32", acc, atomReg(i)))
+			case !started:
 				out = append(out, ins("mul.lo.s32", acc, atomReg(i), imm(k)))
-				started = true
-			} else {
+			case k == 1:
+				out = append(out, ins("add.s32", acc, acc, atomReg(i)))
+			default:
 				out = append(out, ins("mad.lo.s32", acc, atomReg(i), imm(k), acc))
 			}
+			started = true
 		}
 		if !started {
 			out = append(out, ins("mov.u32", acc, imm(c.f.c)))
