@@ -44,6 +44,10 @@ type Options struct {
 	// the host's memory), so tenants' allocations may reach about three
 	// times it; negative disables swapping.
 	SwapLimit int64
+	// SwapReserve is pinned host memory for swapping pinned from the start,
+	// in the background (gpuos serve --swap-reserve), so that the first
+	// evictions do not wait for pinning; 0: none (see mem.Options).
+	SwapReserve uint64
 	// MinResidency keeps a session just made resident from eviction for
 	// this long (0: the memory manager's default; see mem.Options).
 	MinResidency time.Duration
