@@ -108,8 +108,13 @@ func (f *fair) pick(h *Host, e Engine, ready []TenantID) TenantID {
 	return best
 }
 
+// shareGroup is the turn group (Choice.Group) of the share policies: every
+// tenant's kernels take turns, so that GPU time charged is time the device
+// gave (see the package doc, "What a share is").
+const shareGroup = 1
+
 func (f *fair) OnDispatch(h *Host, e Engine, ready []TenantID) (Choice, error) {
-	return Choice{Tenant: f.pick(h, e, ready)}, nil
+	return Choice{Tenant: f.pick(h, e, ready), Group: shareGroup}, nil
 }
 
 func (f *fair) OnComplete(h *Host, c CompleteEvent) error {
@@ -146,11 +151,23 @@ const priorityActive = time.Second
 
 // priority runs the highest class with ready work first, fair within a
 // class. While a tenant of a higher class has work (queued, in flight, or
-// submitted within the last second), each tenant of a lower class may have
-// only one command in flight per engine and its long kernels are issued in
-// slices of the scheduler's SliceTarget, so a command of the higher class
-// waits for at most one slice per lower tenant. Lower classes keep the device
-// busy meanwhile: they are held back, not stopped.
+// submitted within the last second), the lower classes are held back:
+//
+//   - their long kernels are issued in slices of about one wave less a
+//     reserve (Choice.Reserve), or of the scheduler's SliceTarget where the
+//     wave is not known, so a kernel of the higher class finds SMs free, or
+//     waits for at most one block of theirs on a GPU that schedules blocks
+//     of its more urgent stream first;
+//   - together they may have at most two commands (slices) in flight: one
+//     running and one queued behind it, so the device does not idle while
+//     the daemon learns of a completion, and little of theirs is queued in
+//     hardware ahead of the higher class's next command.
+//
+// Tenants of a class take turns on the device (Choice.Group, one group per
+// class), so their shares within the class are exact and the slices of two
+// lower tenants do not run side by side and fill the device together. The
+// high class takes no turns: its kernels run beside whatever runs, as
+// separate CUDA streams do, and wait for nothing but SMs.
 type priority struct {
 	fair
 	last  *Map
@@ -180,30 +197,47 @@ func (p *priority) active(h *Host, t TenantID, e Engine) bool {
 	return last != 0 && int64(h.Now())-last < int64(priorityActive)
 }
 
+// lowerInFlight bounds the commands in flight of the classes below an
+// active one, together (priority).
+const lowerInFlight = 2
+
+// classGroup is the turn group of a class under priority: none for the high
+// class, one per class below it.
+func classGroup(c Class) uint8 {
+	if c >= ClassHigh {
+		return 0
+	}
+	return uint8(1 + classIndex(c))
+}
+
 func (p *priority) OnDispatch(h *Host, e Engine, ready []TenantID) (Choice, error) {
 	top := h.Class(ready[0])
 	for _, t := range ready[1:] {
 		top = max(top, h.Class(t))
 	}
 	higher := false
+	lower := 0 // commands of this class and below in flight
 	for u := range h.NumTenants() {
-		if u := TenantID(u); h.Class(u) > top && p.active(h, u, e) {
+		u := TenantID(u)
+		switch c := h.Class(u); {
+		case c > top && p.active(h, u, e):
 			higher = true
-			break
+		case c <= top:
+			lower += h.InFlight(u, e)
 		}
+	}
+	if higher && lower >= lowerInFlight {
+		return Choice{Tenant: NoTenant}, nil // held back until the next completion
 	}
 	p.cands = p.cands[:0]
 	for _, t := range ready {
-		if h.Class(t) == top && (!higher || h.InFlight(t, e) == 0) {
+		if h.Class(t) == top {
 			p.cands = append(p.cands, t)
 		}
 	}
-	if len(p.cands) == 0 {
-		return Choice{Tenant: NoTenant}, nil // held back until the next completion
-	}
-	ch := Choice{Tenant: p.pick(h, e, p.cands)}
+	ch := Choice{Tenant: p.pick(h, e, p.cands), Group: classGroup(top)}
 	if higher {
-		ch.Quantum = h.SliceTarget()
+		ch.Quantum, ch.Reserve = h.SliceTarget(), true
 	}
 	return ch, nil
 }
@@ -370,5 +404,5 @@ func (b *band) OnDispatch(h *Host, e Engine, ready []TenantID) (Choice, error) {
 		}
 	}
 	b.rr[e]++
-	return Choice{Tenant: pick}, nil
+	return Choice{Tenant: pick, Group: shareGroup}, nil
 }

@@ -122,6 +122,10 @@ type Command struct {
 	// once every part completed. Units < 2 or a nil IssueUnits: not sliceable.
 	Units      uint32
 	IssueUnits func(lo, hi uint32) error
+	// Wave is how many units the device holds at once (its SMs times the
+	// blocks of this launch one SM holds, in units), 0 if unknown: slices
+	// issued with Choice.Reserve stay below it.
+	Wave uint32
 	// Estimate, if set, is the cost history of the kernel this command
 	// launches, shared by its launches; the scheduler keeps it.
 	Estimate *Estimate

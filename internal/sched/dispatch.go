@@ -23,6 +23,7 @@ type action struct {
 	c      *Command
 	e      Engine
 	lo, hi uint32 // a slice [lo, hi) of a sliceable command; hi == 0: the whole command
+	group  uint8  // Choice.Group (compute only)
 }
 
 // runLocked dispatches until nothing more can be dispatched now, or, with a
@@ -128,15 +129,40 @@ func (s *Scheduler) engineRoom(e Engine) bool {
 	return eng.inflightCost < int64(s.opts.Lookahead)
 }
 
+// classRoom reports, by class (index: class − ClassLow), whether engine e
+// has room for more of its work: what tenants of that class and higher have
+// in flight is under the lookahead, or is fewer than minInFlight commands.
+// Work of lower classes does not count against a higher one, so an urgent
+// command never waits for room that best-effort work took.
+func (s *Scheduler) classRoom(e Engine) (room [numClasses]bool) {
+	var n [numClasses]int
+	var cost [numClasses]int64
+	for _, t := range s.tenants {
+		i := classIndex(t.class())
+		n[i] += t.eng[e].inflight
+		cost[i] += t.eng[e].inflightCost
+	}
+	limit := int64(s.opts.Lookahead)
+	if e == EngineCopy {
+		limit = int64(s.opts.CopyLookahead)
+	}
+	var sumN int
+	var sumCost int64
+	for i := numClasses - 1; i >= 0; i-- {
+		sumN += n[i]
+		sumCost += cost[i]
+		room[i] = sumN < minInFlight || sumCost < limit
+	}
+	return room
+}
+
 // decideLocked asks the policy for engine e's next command.
 func (s *Scheduler) decideLocked(e Engine, a *action) bool {
 	eng := &s.eng[e]
-	if !s.engineRoom(e) {
-		return false
-	}
+	room := s.classRoom(e)
 	ready := s.ready[e][:0]
 	for _, t := range s.tenants {
-		if t.head[e] != nil && t.eng[e].inflight < s.opts.TenantInFlight {
+		if t.head[e] != nil && t.eng[e].inflight < s.opts.TenantInFlight && room[classIndex(t.class())] {
 			ready = append(ready, t.id)
 		}
 	}
@@ -199,6 +225,10 @@ func (s *Scheduler) decideLocked(e Engine, a *action) bool {
 	}
 	t := s.tenants[ch.Tenant]
 	sq := t.head[e]
+	if f, ok := s.turnFlushLocked(e, ch.Group, t, sq); ok {
+		*a = f // then decide again
+		return true
+	}
 	c := sq.front()
 	if sl := eng.sliced; sl != nil && sl != c {
 		eng.sliced = nil
@@ -208,16 +238,12 @@ func (s *Scheduler) decideLocked(e Engine, a *action) bool {
 		}
 	}
 	*a = action{kind: actIssue, sq: sq, c: c, e: e}
-	if c.Units > 1 && c.IssueUnits != nil && s.opts.SliceTarget > 0 && (ch.Quantum > 0 || c.state == cmdIssuing) {
+	if e == EngineCompute {
+		a.group = ch.Group
+	}
+	if c.Units > 1 && c.IssueUnits != nil && s.opts.SliceTarget > 0 && (ch.Quantum > 0 || ch.Reserve || c.state == cmdIssuing) {
 		remaining := c.Units - c.next
-		n := remaining
-		if ch.Quantum > 0 {
-			if per := c.perUnit(); per > 0 {
-				n = uint32(min(int64(remaining), max(1, int64(ch.Quantum)/per)))
-			} else {
-				n = max(1, c.Units/16) // no history yet: probe with a small slice
-			}
-		}
+		n := s.sliceUnits(c, ch)
 		n = min(n, remaining)
 		if c.next > 0 || n < c.Units {
 			a.lo, a.hi = c.next, c.next+n
@@ -369,14 +395,20 @@ func (s *Scheduler) issueLocked(a *action) {
 
 	p := sq.tail
 	needStart := false
+	var gate turnGate
+	if a.group != 0 {
+		gate = s.turnLocked(e, a.group, t, sq)
+	}
 	if p == nil {
-		p = s.newPoint(sq, e)
-		// An engine with nothing in flight may have idled: mark the start, so
-		// the idle time is not charged to this command.
-		needStart = p.timed && eng.inflight == 1
+		var idle bool
+		p, idle = s.newPoint(sq, e, a.group)
+		// A chain with nothing in flight may have idled, and a turn begins
+		// once the previous one ended: mark the start, so that the time
+		// before is not charged to this command.
+		needStart = p.timed && (idle || gate.start)
 	}
 	p.add(c, cost, units)
-	track := c.Flags&Sync != 0 || q.waiting > 0 || p.n >= s.opts.TrackEvery || a.hi != 0 ||
+	track := c.Flags&Sync != 0 || q.waiting > 0 || p.n >= s.opts.TrackEvery || a.hi != 0 || t.class() == ClassHigh ||
 		(e == EngineCompute && cost >= trackComputeNs) || (e == EngineCopy && c.Bytes >= trackCopyBytes) ||
 		eng.inflight > te.inflight || te.inflight >= s.opts.TenantInFlight || !s.engineRoom(e) || s.closed
 	if track {
@@ -404,6 +436,7 @@ func (s *Scheduler) issueLocked(a *action) {
 	timed, st := p.timed, sq.st
 	s.mu.Unlock()
 
+	gate.apply(s, st) // the turn's gate first: the start is after it
 	if needStart {
 		if start == nil {
 			start, _ = s.newEvent(true)
@@ -430,6 +463,7 @@ func (s *Scheduler) issueLocked(a *action) {
 	}
 
 	s.mu.Lock()
+	gate.doneLocked(s)
 	if start != nil {
 		p.start = start
 	}

@@ -13,7 +13,7 @@ func (s *Scheduler) Dump() string {
 	fmt.Fprintf(&b, "active=%s dispatching=%v tails=%d closed=%v bgNext=%d now=%d\n", s.active.name(), s.dispatching, len(s.tails), s.closed, s.bgNext, s.now())
 	for e := range s.eng {
 		eng := &s.eng[e]
-		fmt.Fprintf(&b, "eng %d: inflight=%d cost=%d held=%v until=%d readySince=%d acctHead=%v\n", e, eng.inflight, eng.inflightCost, eng.held, eng.holdUntil, eng.readySince, eng.acctHead != nil)
+		fmt.Fprintf(&b, "eng %d: inflight=%d cost=%d held=%v until=%d readySince=%d unaccounted=%v\n", e, eng.inflight, eng.inflightCost, eng.held, eng.holdUntil, eng.readySince, eng.unaccounted())
 	}
 	for _, t := range s.tenants {
 		fmt.Fprintf(&b, "tenant %s class=%v: ", t.name, t.class())
@@ -47,8 +47,8 @@ func (s *Scheduler) CheckIdle() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for e := range s.eng {
-		if eng := &s.eng[e]; eng.inflight != 0 || eng.inflightCost != 0 || eng.acctHead != nil {
-			return fmt.Errorf("engine %d not idle: inflight %d, cost %d, unaccounted %v", e, eng.inflight, eng.inflightCost, eng.acctHead != nil)
+		if eng := &s.eng[e]; eng.inflight != 0 || eng.inflightCost != 0 || eng.unaccounted() {
+			return fmt.Errorf("engine %d not idle: inflight %d, cost %d, unaccounted %v", e, eng.inflight, eng.inflightCost, eng.unaccounted())
 		}
 	}
 	for _, t := range s.tenants {
@@ -65,4 +65,14 @@ func (s *Scheduler) CheckIdle() error {
 		return fmt.Errorf("%d untracked tails", len(s.tails))
 	}
 	return nil
+}
+
+// unaccounted reports whether timed points of the engine await accounting.
+func (eng *engineState) unaccounted() bool {
+	for _, ch := range eng.chains {
+		if ch != nil && ch.head != nil {
+			return true
+		}
+	}
+	return false
 }

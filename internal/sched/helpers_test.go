@@ -45,7 +45,15 @@ type simGPU struct {
 
 func newSimGPU(t testing.TB) *simGPU {
 	t.Helper()
-	b := sim.New(sim.Options{SMs: 1, Memory: 64 << 20, Workers: 1,
+	return newSimGPUOf(t, 1, false)
+}
+
+// newSimGPUOf is newSimGPU with sms SMs, each of which runs one block at a
+// time; with concurrent, kernels of different streams run side by side on
+// free SMs, as on a GPU (sim.Options.ConcurrentKernels).
+func newSimGPUOf(t testing.TB, sms int, concurrent bool) *simGPU {
+	t.Helper()
+	b := sim.New(sim.Options{SMs: sms, Memory: 64 << 20, Workers: 1, ConcurrentKernels: concurrent,
 		Cost: sim.CostModel{ClockMHz: 1, IssuePerSMPerClock: 1, LaunchOverhead: time.Microsecond}})
 	d, err := b.Open(0)
 	if err != nil {

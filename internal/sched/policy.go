@@ -30,6 +30,12 @@ const (
 	ClassHigh   Class = 1
 )
 
+// numClasses is how many classes there are; classIndex maps one to
+// 0..numClasses-1 (an out-of-range value to the nearest class).
+const numClasses = int(ClassHigh-ClassLow) + 1
+
+func classIndex(c Class) int { return int(min(max(c, ClassLow), ClassHigh) - ClassLow) }
+
 func (c Class) String() string {
 	switch c {
 	case ClassLow:
@@ -114,6 +120,24 @@ type Choice struct {
 	// command may take: a longer sliceable kernel is issued in slices of
 	// about Quantum, so other work can be dispatched between them.
 	Quantum time.Duration
+	// Group, if not 0, issues the command in turns with the other tenants'
+	// commands of that group on the compute engine: it starts on the device
+	// only once the work the group's previous holder issued has completed
+	// (its stream waits for events recorded on the holder's, so no round
+	// trip through the daemon is added), and the group's next holder waits
+	// for it in turn. Within a group tenants' kernels never overlap, so the
+	// GPU time charged to each is time the device gave it (see the package
+	// doc, "What a share is"). Work of group 0 and of different groups runs
+	// side by side, as CUDA streams do. Copies ignore it (they are charged
+	// in bytes, exact however they overlap).
+	Group uint8
+	// Reserve leaves part of the device free for higher classes: a
+	// sliceable kernel whose wave is known (Command.Wave) is issued in
+	// slices of at most one wave less the scheduler's Reserve, so that a
+	// kernel of a higher class issued meanwhile finds SMs free at once
+	// instead of waiting for a block to end. It needs a Group, or slices of
+	// two tenants would run side by side and fill the device together.
+	Reserve bool
 }
 
 // SessionEvent describes a session opening.

@@ -113,7 +113,7 @@ func TestMisbehavingPolicyIsReplaced(t *testing.T) {
 			newQueue(t, s, sched.QueueParams{Tenant: "idle", Session: 99})
 			const n = 300
 			ctx := tctx(t)
-			var wg sync.WaitGroup
+			var wg, dones sync.WaitGroup
 			logs := make([]issueLog, 2)
 			var done [2]atomic.Int64
 			for i := range 2 {
@@ -130,8 +130,11 @@ func TestMisbehavingPolicyIsReplaced(t *testing.T) {
 									t.Error(err)
 								}
 								done[i].Add(1)
+								dones.Done()
 							}}
+						dones.Add(1)
 						if err := q.Submit(ctx, c); err != nil {
+							dones.Done()
 							t.Error(err)
 							return
 						}
@@ -142,6 +145,7 @@ func TestMisbehavingPolicyIsReplaced(t *testing.T) {
 				}()
 			}
 			wg.Wait()
+			dones.Wait() // Wait returns once the work completed, maybe before its Done ran
 			for i := range 2 {
 				got := logs[i].get()
 				want := make([]string, n)

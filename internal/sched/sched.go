@@ -16,7 +16,8 @@ const (
 	DefaultTenantInFlight = 64
 	DefaultLookahead      = 2 * time.Millisecond
 	DefaultCopyLookahead  = 16 << 20
-	DefaultSliceTarget    = time.Millisecond
+	DefaultSliceTarget    = 100 * time.Microsecond
+	DefaultReserve        = 1.0 / 32
 	DefaultHookDeadline   = 20 * time.Millisecond
 	DefaultStallTimeout   = 2 * time.Second
 	DefaultMaxHold        = 10 * time.Millisecond
@@ -55,8 +56,12 @@ type Options struct {
 	// CopyLookahead is the same bound for copies, in bytes (default 16 MiB).
 	CopyLookahead uint64
 	// SliceTarget is the length of a slice when a policy asks for slicing
-	// without naming a quantum (default 1 ms); negative disables slicing.
+	// without naming a quantum (default 100 µs); negative disables slicing.
 	SliceTarget time.Duration
+	// Reserve is the part of a wave (Command.Wave) that slices issued with
+	// Choice.Reserve leave free for higher classes (default 1/32; at least
+	// one unit); negative: none.
+	Reserve float64
 	// HookDeadline bounds one hook call of a policy that is not built in
 	// (default 20 ms): an overrun ejects it, and an Interrupter is
 	// interrupted once the deadline passes.
@@ -103,6 +108,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SliceTarget == 0 {
 		o.SliceTarget = DefaultSliceTarget
+	}
+	if o.Reserve == 0 {
+		o.Reserve = DefaultReserve
 	}
 	if o.HookDeadline <= 0 {
 		o.HookDeadline = DefaultHookDeadline
@@ -181,6 +189,8 @@ type Scheduler struct {
 	bgNext      int64 // when the background goroutine means to wake; -1: only when kicked
 	nextTick    int64
 	waiters     map[backend.Stream]*waiter
+	gating      int                // turn gates being recorded (turns.go)
+	gateIdle    *sync.Cond         // gating fell to 0
 	events      [2][]backend.Event // pools: untimed, timed
 	points      []*point
 	ready       [NumEngines][]TenantID
@@ -216,13 +226,12 @@ func newEntry(p Policy, desc string) *policyEntry {
 type engineState struct {
 	inflight     int   // parts issued and not complete
 	inflightCost int64 // their estimated charge
-	// Timed points in issue order, awaiting accounting (compute only).
-	acctHead, acctTail *point
-	prevEnd            backend.Event // end event of the last accounted point
-	held               bool          // the policy asked for nothing until the next event
-	holdUntil          int64         // and to be asked again at this time (0: no timer)
-	readySince         int64         // work ready, nothing in flight and nothing dispatched since; 0 if not
-	sliced             *Command      // a partly issued command last dispatched here
+	// Accounting chains and turns by group (turns.go; timed: compute only).
+	chains     []*chain
+	held       bool     // the policy asked for nothing until the next event
+	holdUntil  int64    // and to be asked again at this time (0: no timer)
+	readySince int64    // work ready, nothing in flight and nothing dispatched since; 0 if not
+	sliced     *Command // a partly issued command last dispatched here
 }
 
 // tenant is one tenant's state.
@@ -280,6 +289,7 @@ func New(opts Options) (*Scheduler, error) {
 		bgDone:  make(chan struct{}),
 	}
 	s.host.s = s
+	s.gateIdle = sync.NewCond(&s.mu)
 	s.flushOlder, s.bgNext = -1, -1
 	for _, b := range Builtins() {
 		pe := newEntry(b.New(), b.Description)
@@ -742,6 +752,7 @@ func (t *tenant) removeActive(sq *streamQ) {
 // stream's work has completed (Queue.Wait).
 func (s *Scheduler) Forget(st backend.Stream) {
 	s.mu.Lock()
+	s.forgetTurnsLocked(st)
 	w := s.waiters[st]
 	delete(s.waiters, st)
 	if w != nil {

@@ -9,12 +9,15 @@ import (
 // point is a completion event after some issued commands of one stream (a
 // batch of small ones, or one command or slice): when it completes, so have
 // they. Compute points are timed: their charge is the GPU time from the
-// later of the previous compute point's end (in issue order, any tenant) and
-// their own start event (recorded only when the engine was idle), to their end.
+// later of the latest end accounted in their chain (their group's points in
+// issue order, turns.go) and their own start event (recorded when the chain
+// was idle or a turn began), to their end.
 type point struct {
 	sq     *streamQ
 	t      *tenant
 	e      Engine
+	group  uint8
+	ch     *chain // timed points: the accounting chain of their group
 	timed  bool
 	start  backend.Event
 	end    backend.Event
@@ -45,24 +48,22 @@ func (p *point) remove(c *Command, cost int64) {
 	}
 }
 
-func (s *Scheduler) newPoint(sq *streamQ, e Engine) *point {
-	var p *point
+// newPoint opens a point of stream sq on engine e in group g, and reports
+// whether it needs a start event: its chain was idle, so the time since the
+// chain's latest end may be idle time, not this point's.
+func (s *Scheduler) newPoint(sq *streamQ, e Engine, g uint8) (p *point, idle bool) {
 	if n := len(s.points); n > 0 {
 		p, s.points = s.points[n-1], s.points[:n-1]
 	} else {
 		p = &point{}
 	}
-	p.sq, p.t, p.e, p.timed = sq, sq.q.t, e, e == EngineCompute
+	p.sq, p.t, p.e, p.group, p.timed = sq, sq.q.t, e, g, e == EngineCompute
 	if p.timed {
-		eng := &s.eng[e]
-		if eng.acctTail == nil {
-			eng.acctHead = p
-		} else {
-			eng.acctTail.next = p
-		}
-		eng.acctTail = p
+		ch := s.chainOf(e, g)
+		idle = ch.head == nil
+		ch.appendPoint(p)
 	}
-	return p
+	return p, idle
 }
 
 func (s *Scheduler) freePoint(p *point) {
@@ -217,7 +218,7 @@ func (s *Scheduler) completeLocked(p *point, err error, dones []*Command) []*Com
 		}
 	}
 	if p.timed {
-		s.accountLocked(e)
+		s.accountLocked(p.ch)
 	} else {
 		var bytes int64
 		for _, c := range p.cmds {
@@ -230,49 +231,56 @@ func (s *Scheduler) completeLocked(p *point, err error, dones []*Command) []*Com
 	return dones
 }
 
-// accountLocked charges the timed points of engine e that have completed, in
+// accountLocked charges the timed points of a chain that have completed, in
 // issue order.
-func (s *Scheduler) accountLocked(e Engine) {
-	eng := &s.eng[e]
-	for h := eng.acctHead; h != nil && h.done; h = eng.acctHead {
-		s.chargeLocked(h, s.measure(h, eng.prevEnd))
-		s.putEvent(eng.prevEnd, true)
-		eng.prevEnd = h.end
-		if h.err != nil {
+func (s *Scheduler) accountLocked(ch *chain) {
+	for h := ch.head; h != nil && h.done; h = ch.head {
+		charge, later := s.measure(h, ch.latest)
+		s.chargeLocked(h, charge)
+		switch {
+		case h.err != nil:
 			s.putEvent(h.end, true)
-			eng.prevEnd = nil
+		case later || ch.latest == nil:
+			s.putEvent(ch.latest, true)
+			ch.latest = h.end
+		default:
+			// It ended before work accounted already (another stream of
+			// the group, overlapping): the latest end stays.
+			s.putEvent(h.end, true)
 		}
 		s.putEvent(h.start, true)
-		eng.acctHead = h.next
-		if eng.acctHead == nil {
-			eng.acctTail = nil
+		ch.head = h.next
+		if ch.head == nil {
+			ch.tail = nil
 		}
 		s.freePoint(h)
 	}
 }
 
-// measure returns a timed point's GPU time: from the later of prev (the
-// previous point's end on this engine) and its own start, to its end. Without
-// a usable measurement it is the estimate.
-func (s *Scheduler) measure(p *point, prev backend.Event) int64 {
+// measure returns a timed point's GPU time: from the later of latest (the
+// latest end accounted in its chain) and its own start, to its end; and
+// whether its end is later than latest. Without a usable measurement it is
+// the estimate.
+func (s *Scheduler) measure(p *point, latest backend.Event) (charge int64, later bool) {
 	if p.err != nil || p.end == nil {
-		return p.cost
+		return p.cost, false
 	}
 	best := int64(-1)
-	if prev != nil {
-		if d, err := p.end.Elapsed(prev); err == nil {
-			best = int64(d)
+	known := false
+	if latest != nil {
+		if d, err := p.end.Elapsed(latest); err == nil {
+			best, known, later = int64(d), true, d >= 0
 		}
 	}
 	if p.start != nil {
-		if d, err := p.end.Elapsed(p.start); err == nil && (best < 0 || int64(d) < best) {
-			best = int64(d)
+		if d, err := p.end.Elapsed(p.start); err == nil && (!known || int64(d) < best) {
+			best, known = int64(d), true
 		}
 	}
-	if best < 0 {
-		return p.cost
+	if !known {
+		return p.cost, later
 	}
-	return max(best, 0)
+	return max(best, 0), later
 }
 
 // recentWindow is the span of usage over which the recent share of each
