@@ -3,9 +3,11 @@ package driver
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"sync"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
+	"github.com/gpuos/gpuos/internal/abi/cuda"
 	"github.com/gpuos/gpuos/internal/backend"
 	"github.com/gpuos/gpuos/internal/ptx"
 	"github.com/gpuos/gpuos/internal/sched"
@@ -23,7 +25,8 @@ var ErrTwin = v1.Errorf(v1.CodeNotFound, "no such kernel (that name is reserved 
 
 // programSlicing is what a program loaded with twins knows of them.
 type programSlicing struct {
-	twins map[string]bool // kernels that have one
+	twins map[string]bool    // kernels that have one
+	dev   backend.DeviceInfo // for the waves of their launches
 
 	mu  sync.Mutex
 	est map[string]*sched.Estimate // cost history per kernel, shared by its launches
@@ -34,6 +37,7 @@ type kernelSlicing struct {
 	twin  backend.Function
 	extra [slice.NumParams]uint32 // offsets of the twin's extra parameters
 	est   *sched.Estimate
+	dev   *backend.DeviceInfo
 }
 
 // sliceProgram adds twins to a PTX image, unless slicing is off; it returns
@@ -50,7 +54,7 @@ func (d *Driver) sliceProgram(image []byte) ([]byte, *programSlicing) {
 	if err != nil || len(res.Sliced) == 0 {
 		return image, nil
 	}
-	ps := &programSlicing{twins: map[string]bool{}, est: map[string]*sched.Estimate{}}
+	ps := &programSlicing{twins: map[string]bool{}, est: map[string]*sched.Estimate{}, dev: d.dev.Info()}
 	for _, k := range res.Sliced {
 		ps.twins[k] = true
 	}
@@ -73,7 +77,7 @@ func (ps *programSlicing) kernel(mod backend.Module, name string) (*kernelSlicin
 		ps.est[name] = est
 	}
 	ps.mu.Unlock()
-	ks := &kernelSlicing{twin: twin, est: est}
+	ks := &kernelSlicing{twin: twin, est: est, dev: &ps.dev}
 	params := twin.Params()
 	if len(params) < slice.NumParams {
 		return nil, fmt.Errorf("sliced twin of %s has %d parameters", name, len(params))
@@ -91,6 +95,7 @@ func (ks *kernelSlicing) prepare(c *sched.Command, st backend.Stream, cfg backen
 		return
 	}
 	c.Units, c.Estimate = units, ks.est
+	c.Wave = waveUnits(ks.dev, ks.twin.Attributes(), cfg)
 	c.IssueUnits = func(lo, hi uint32) error {
 		grid, offset, err := slice.Plan(cfg.Grid, lo, hi)
 		if err != nil {
@@ -100,4 +105,68 @@ func (ks *kernelSlicing) prepare(c *sched.Command, st backend.Stream, cfg backen
 		part.Grid = grid
 		return st.Launch(ks.twin, part, slice.Params(params, ks.extra, offset, cfg.Grid))
 	}
+}
+
+// waveUnits is how many units (slices along slice.Dim) of a launch the
+// device holds at once: its SMs times the blocks of the launch one SM holds,
+// over the blocks in a unit; 0 if the device or the kernel does not say.
+// The scheduler keeps slices that must leave room for a higher class below
+// it (sched.Choice.Reserve).
+func waveUnits(dev *backend.DeviceInfo, fa backend.FuncAttributes, cfg backend.LaunchConfig) uint32 {
+	sms := uint64(max(dev.SMCount, 0))
+	if sms == 0 {
+		sms = deviceAttr(dev, cuda.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+	}
+	perUnit := uint64(1)
+	d := slice.Dim(cfg.Grid)
+	for i, g := range cfg.Grid {
+		if i != d {
+			perUnit *= uint64(max(g, 1))
+		}
+	}
+	threads := uint64(cfg.Block[0]) * uint64(cfg.Block[1]) * uint64(cfg.Block[2])
+	resident := sms * blocksPerSM(dev, fa, threads, uint64(cfg.SharedMem))
+	if resident == 0 || perUnit > resident {
+		return 0
+	}
+	return uint32(min(resident/perUnit, math.MaxUint32))
+}
+
+// blocksPerSM is how many blocks of threads threads (and dynShared bytes of
+// dynamic shared memory) one SM holds, as the CUDA occupancy calculator
+// counts: the scarcest of threads (by whole warps), blocks, registers (256 a
+// warp at a time) and shared memory (128-byte units plus the per-block
+// reservation). 0 if the device does not report its limits.
+func blocksPerSM(dev *backend.DeviceInfo, fa backend.FuncAttributes, threads, dynShared uint64) uint64 {
+	const regUnit, sharedUnit = 256, 128
+	warp := max(deviceAttr(dev, cuda.CU_DEVICE_ATTRIBUTE_WARP_SIZE), 1)
+	maxThreads := deviceAttr(dev, cuda.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)
+	if threads == 0 || maxThreads == 0 {
+		return 0
+	}
+	warps := (threads + warp - 1) / warp
+	n := maxThreads / (warps * warp)
+	if b := deviceAttr(dev, cuda.CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR); b > 0 {
+		n = min(n, b)
+	}
+	if regs := uint64(max(fa.NumRegs, 0)); regs > 0 {
+		perBlock := (regs*warp + regUnit - 1) / regUnit * regUnit * warps
+		if perSM := deviceAttr(dev, cuda.CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR); perSM > 0 {
+			n = min(n, perSM/perBlock)
+		}
+	}
+	if shared := uint64(max(fa.SharedSizeBytes, 0)) + dynShared; shared > 0 {
+		perBlock := (shared+sharedUnit-1)/sharedUnit*sharedUnit + deviceAttr(dev, cuda.CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK)
+		if perSM := deviceAttr(dev, cuda.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR); perSM > 0 {
+			n = min(n, perSM/perBlock)
+		}
+	}
+	return n
+}
+
+func deviceAttr(dev *backend.DeviceInfo, a cuda.CUdevice_attribute) uint64 {
+	if int(a) < len(dev.Attributes) {
+		return uint64(max(dev.Attributes[a], 0))
+	}
+	return 0
 }

@@ -10,15 +10,19 @@ import (
 	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
+	"github.com/gpuos/gpuos/internal/abi/cuda"
+	"github.com/gpuos/gpuos/internal/backend"
+	"github.com/gpuos/gpuos/internal/backend/sim"
 	"github.com/gpuos/gpuos/internal/sched"
 	"github.com/gpuos/gpuos/internal/slice"
 )
 
 // TestSlicedLaunchUnderPriority: while a high-class tenant is active, a
-// best-effort tenant's long guarded kernel runs as slices of its twin, and
+// best-effort tenant's long guarded kernel runs as slices of its twin (each
+// one wave of the device less a reserve: 4 SMs of 8 such blocks), and
 // computes exactly what it would have whole. Twins are not visible to clients.
 func TestSlicedLaunchUnderPriority(t *testing.T) {
-	td := newTestDriver(t, 256<<20, Options{Sched: sched.Options{Policy: "priority", SliceTarget: 20 * time.Microsecond}})
+	td := newDriverOn(t, sim.New(sim.Options{Memory: 256 << 20, SMs: 4}), Options{Sched: sched.Options{Policy: "priority", SliceTarget: 20 * time.Microsecond}})
 	d := td.d
 	if err := d.sched.SetShare("hp", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
 		t.Fatal(err)
@@ -84,6 +88,41 @@ func TestSlicedLaunchUnderPriority(t *testing.T) {
 			if parts < 2 {
 				t.Errorf("the best-effort kernel was issued in %d part(s): not sliced", parts)
 			}
+		}
+	}
+}
+
+// waveUnits counts what the device holds at once as the occupancy
+// calculator does, in units of the sliced dimension.
+func TestWaveUnits(t *testing.T) {
+	attrs := make([]int32, 256)
+	attrs[cuda.CU_DEVICE_ATTRIBUTE_WARP_SIZE] = 32
+	attrs[cuda.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR] = 2048
+	attrs[cuda.CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR] = 32
+	attrs[cuda.CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR] = 65536
+	attrs[cuda.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR] = 233472
+	attrs[cuda.CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK] = 1024
+	h100 := &backend.DeviceInfo{SMCount: 132, Attributes: attrs}
+	cfg := func(grid [3]uint32, threads, shared uint32) backend.LaunchConfig {
+		return backend.LaunchConfig{Grid: grid, Block: [3]uint32{threads, 1, 1}, SharedMem: shared}
+	}
+	for _, tt := range []struct {
+		name string
+		dev  *backend.DeviceInfo
+		fa   backend.FuncAttributes
+		cfg  backend.LaunchConfig
+		want uint32
+	}{
+		{"bench best effort: 128 threads, 16 a SM", h100, backend.FuncAttributes{NumRegs: 16}, cfg([3]uint32{42240, 1, 1}, 128, 0), 132 * 16},
+		{"bench shares: 1024 threads, 2 a SM", h100, backend.FuncAttributes{NumRegs: 16}, cfg([3]uint32{264, 1, 1}, 1024, 0), 264},
+		{"registers bound: 128 regs x 256 threads", h100, backend.FuncAttributes{NumRegs: 128}, cfg([3]uint32{1000, 1, 1}, 256, 0), 132 * 2},
+		{"shared memory bound: 100 KiB", h100, backend.FuncAttributes{}, cfg([3]uint32{1000, 1, 1}, 64, 100<<10), 132 * 2},
+		{"units of 4 blocks (grid y sliced)", h100, backend.FuncAttributes{}, cfg([3]uint32{4, 1000, 1}, 256, 0), 132 * 8 / 4},
+		{"a unit larger than the device", h100, backend.FuncAttributes{}, cfg([3]uint32{5000, 2, 1}, 1024, 0), 0},
+		{"no device limits", &backend.DeviceInfo{SMCount: 132}, backend.FuncAttributes{}, cfg([3]uint32{1000, 1, 1}, 128, 0), 0},
+	} {
+		if got := waveUnits(tt.dev, tt.fa, tt.cfg); got != tt.want {
+			t.Errorf("%s: waveUnits = %d, want %d", tt.name, got, tt.want)
 		}
 	}
 }
