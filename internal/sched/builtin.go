@@ -13,9 +13,9 @@ type BuiltinInfo struct {
 func Builtins() []BuiltinInfo {
 	return []BuiltinInfo{
 		{"fifo", "first come, first served across tenants (pass-through)", NewFIFO},
-		{"fair", "weighted fair share of GPU time and of copy bandwidth", NewFair},
-		{"band", "credit-based and bandwidth-aware, with time buffering (after Gdev's BAND)", NewBand},
-		{"priority", "strict classes: lower classes held back and sliced while a higher one has work; fair within a class", NewPriority},
+		{"fair", "weighted fair share of GPU time (tenants take turns on the device) and of copy bandwidth", NewFair},
+		{"band", "credit-based and bandwidth-aware, with time buffering (after Gdev's BAND); tenants take turns on the device", NewBand},
+		{"priority", "strict classes: lower classes held back and sliced to leave room while a higher one has work; fair within a class", NewPriority},
 	}
 }
 

@@ -30,22 +30,59 @@
 // and room: each tenant may have TenantInFlight commands in flight per
 // engine, and the device Lookahead (estimated GPU time, or bytes, in flight)
 // keeps decisions late, so newly arrived urgent work waits for little that is
-// already queued in hardware. A policy may ask for a sliceable kernel to be
-// issued in slices (Choice.Quantum); see package slice.
+// already queued in hardware. The look-ahead is counted per class: a tenant
+// has room while the work in flight of its class and the classes above it is
+// under it, so best-effort work never takes the room of a higher class's
+// command. A policy may ask for a sliceable kernel to be issued in slices
+// (Choice.Quantum, or Choice.Reserve: one wave of the device less a reserve,
+// Command.Wave) — see package slice — and for its tenants to take turns on
+// the device (Choice.Group, below).
+//
+// # Turns
+//
+// A GPU runs kernels of different streams side by side when SMs are free,
+// and not in the order they were issued. Tenants whose commands a policy
+// issues in the same Group take turns instead: a command of a new holder
+// starts on the device only once the previous holder's work completed,
+// because its stream waits for events recorded on the previous holder's
+// streams (a dependency the GPU resolves itself, with no round trip through
+// the daemon; one such switch per change of tenant). Group 0 takes no turns.
+// fair and band put every tenant in one group; priority puts each class
+// below high in its own group and the high class in none, so its kernels run
+// beside whatever runs and wait for nothing but SMs.
+//
+// # What a share is
+//
+// A tenant's share of the compute engine, under fair and band, is its part
+// of the time the device spent on the tenants' kernels: the time from when
+// its turn's first kernel could start to when its turn's last kernel ended,
+// summed over its turns — device time given to it exclusively, whether its
+// kernels used every SM or one. It is not a share of SMs: a tenant whose
+// kernels leave SMs idle is charged for them, as a process is charged for
+// the CPU time it holds, and nothing of another tenant runs on them
+// meanwhile. That is the price of accurate shares on a GPU that runs kernels
+// concurrently (when kernels of two tenants overlap, no event can say whose
+// the time was): the device loses a dependency resolution at each switch of
+// tenant, and the concurrency two tenants' small kernels would have had. The
+// copy engines are shared by bytes moved, exact however copies overlap.
 //
 // # Completion and accounting
 //
-// Issued work is tracked with events: a costly command, or one whose
-// submitter waits, gets its own; small commands of one stream share one
-// (every TrackEvery, and at least every FlushDelay). One goroutine per stream
-// waits for its events in order and signals completion. Compute events are
-// timed: a point's charge is the GPU time from the later of the previous
-// compute point's end (in issue order, any tenant) and its own start event
-// (recorded only when the engine was idle) to its end — exact on the
-// software GPU, whose engine runs commands in issue order, and the engine's
-// busy time split among its users on a real one. Copies are charged in bytes.
-// Charges accrue to the tenant and session and are passed to the policy
-// (OnComplete), which keeps its credits in Maps.
+// Issued work is tracked with events: a costly command, one whose submitter
+// waits, or any command of the high class gets its own; small commands of
+// one stream share one (every TrackEvery, and at least every FlushDelay). One
+// goroutine per stream waits for its events in order and signals completion.
+// Compute events are timed, and each turn group has its own accounting chain
+// (group 0 one for all its work): a point's charge is the GPU time from the
+// later of the latest end accounted in its chain and its own start event
+// (recorded when the chain was idle and when a turn began) to its end. Within
+// a group, turns make this exact: charges add up to the time each tenant
+// held the device. In group 0 it is exact while its work does not overlap
+// (one tenant, or a high-class service whose kernels each start on an idle
+// chain), and otherwise splits the busy time among the tenants in issue
+// order. Copies are charged in bytes. Charges accrue to the tenant and
+// session and are passed to the policy (OnComplete), which keeps its credits
+// in Maps.
 //
 // # Policies and safety
 //
@@ -62,6 +99,8 @@
 //
 // Scheduler.mu, then the backend (a leaf: event Elapsed during accounting).
 // Policy hooks run under Scheduler.mu and must not call back into the
-// Scheduler. Issue, IssueUnits and Done run without the lock. The watchdog
-// takes no lock.
+// Scheduler. Issue, IssueUnits, Done and a turn's gate (events recorded on
+// another tenant's streams) run without the lock; Forget waits, on a
+// condition of Scheduler.mu, until no gate is being recorded, since one may
+// be on the stream it forgets. The watchdog takes no lock.
 package sched
