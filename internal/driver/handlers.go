@@ -309,10 +309,15 @@ func (s *Session) destroyStream(so *streamObj) {
 	so.st.Destroy()
 }
 
-// submit queues work for the device, blocking while the session's queue is full.
+// submit queues work for the device, blocking while the session's queue is
+// full. Inside a burst of asynchronous requests the work is Batched: the
+// dispatcher goroutine issues it while this one takes the next request.
 func (s *Session) submit(ctx context.Context, c *sched.Command) error {
 	if c.Done == nil {
-		c.Done = s.deferError
+		c.Done = s.deferDone
+	}
+	if s.batch {
+		c.Flags |= sched.Batched
 	}
 	if err := s.queue.Submit(ctx, c); err != nil {
 		return fmt.Errorf("submit: %w", err)
@@ -321,20 +326,52 @@ func (s *Session) submit(ctx context.Context, c *sched.Command) error {
 	return nil
 }
 
-// submitWait queues work and waits for it to complete on the device.
+// submitWait queues work and returns once it has completed on the device,
+// with its own error (a failure to issue it, or on the device).
 func (s *Session) submitWait(ctx context.Context, c *sched.Command) error {
 	done := make(chan error, 1)
 	c.Done = func(err error) { done <- err }
-	c.Flags |= sched.Sync
 	if err := s.submit(ctx, c); err != nil {
 		return err
 	}
+	err := s.settle(ctx)
 	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("wait for device: %w", ctx.Err())
+	case derr := <-done: // it failed to issue, or settle waited for its tracking
+		return derr
+	default:
+		return err // complete on the device; its tracking follows
 	}
+}
+
+// settle returns once the work the session submitted so far has completed
+// on the device. It waits for the scheduler only until that work is issued
+// (issuing it on this goroutine when the scheduler is idle), then
+// synchronizes the session's own streams that got work: no completion event
+// to wait for, no hand-off to the completion tracker and back. The tracking
+// (accounting, Done callbacks) follows on its own. Only if a stream reports
+// an error does settle wait for the tracking too, so that the error reaches
+// the commands' Done, and the deferred error, exactly as it would have.
+// Other tenants' streams are never synchronized: they share the context.
+// Called on the serving goroutine.
+func (s *Session) settle(ctx context.Context) error {
+	streams, err := s.queue.WaitIssued(ctx, s.syncStreams[:0])
+	defer func() {
+		clear(streams)
+		s.syncStreams = streams[:0]
+	}()
+	if err != nil {
+		return fmt.Errorf("wait for device: %w", err)
+	}
+	for _, st := range streams {
+		if err := st.Synchronize(); err != nil {
+			s.d.check(err)
+			if err := s.queue.Wait(ctx); err != nil {
+				return fmt.Errorf("wait for device: %w", err)
+			}
+			return nil
+		}
+	}
+	return nil
 }
 
 // ---- programs ---------------------------------------------------------------
@@ -419,6 +456,7 @@ func (s *Session) getKernel(m *v1.GetKernel) (v1.Message, error) {
 		info.Params = append(info.Params, v1.ParamInfo{Offset: prm.Offset, Size: prm.Size})
 		k.paramSize = max(k.paramSize, prm.Offset+prm.Size)
 	}
+	k.done = s.guardDone(k)
 	h, err := s.insert(cap.KindKernel, k, ref, 0, nil)
 	if err != nil {
 		return nil, err
@@ -477,25 +515,46 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch) error {
 	if threads == 0 || m.Grid[0] == 0 || m.Grid[1] == 0 || m.Grid[2] == 0 || (maxThreads > 0 && threads > maxThreads) {
 		return fmt.Errorf("launch %s: %w: grid %v block %v", k.name, ErrBadLaunch, m.Grid, m.Block)
 	}
-	cfg := backend.LaunchConfig{Grid: m.Grid, Block: m.Block, SharedMem: m.SharedMem}
-	params := append([]byte(nil), m.Params...) // the request frame is not ours to keep
-	if err := s.guardLaunch(k, params); err != nil {
+	lc := &launchCmd{st: so.st, fn: k.fn, cfg: backend.LaunchConfig{Grid: m.Grid, Block: m.Block, SharedMem: m.SharedMem}}
+	// The request frame is not ours to keep: copy the parameters.
+	lc.params = lc.inline[:0]
+	if len(m.Params) > len(lc.inline) {
+		lc.params = make([]byte, 0, len(m.Params))
+	}
+	lc.params = append(lc.params, m.Params...)
+	if err := s.guardLaunch(k, lc.params); err != nil {
 		return fmt.Errorf("launch %s: %w", k.name, err)
 	}
 	s.launches.Add(1)
-	s.auditHot(audit.KindLaunch, map[string]any{"kernel": k.name, "grid": m.Grid, "block": m.Block})
-	c := &sched.Command{Kind: sched.Compute, Stream: so.st,
-		Issue: func() error { return so.st.Launch(k.fn, cfg, params) }, Done: s.guardDone(k)}
-	k.slicing.prepare(c, so.st, cfg, params)
-	return s.submit(ctx, c)
+	if ok, sup := s.auditingHot(); ok {
+		s.auditHot(audit.KindLaunch, sup, map[string]any{"kernel": k.name, "grid": m.Grid, "block": m.Block})
+	}
+	lc.Command = sched.Command{Kind: sched.Compute, Stream: so.st, Issue: lc.issue, Done: k.done}
+	k.slicing.prepare(&lc.Command, so.st, lc.cfg, lc.params)
+	return s.submit(ctx, &lc.Command)
 }
+
+// launchCmd is a launch as the scheduler sees it, with what its Issue needs,
+// in one allocation: small parameter buffers are kept inline.
+type launchCmd struct {
+	sched.Command
+	st     backend.Stream
+	fn     backend.Function
+	cfg    backend.LaunchConfig
+	params []byte
+	inline [128]byte
+}
+
+func (lc *launchCmd) issue() error { return lc.st.Launch(lc.fn, lc.cfg, lc.params) }
 
 // ---- copies -----------------------------------------------------------------
 
 func (s *Session) countCopy(dir string, n uint64) {
 	s.copies.Add(1)
 	s.copyBytes.Add(n)
-	s.auditHot(audit.KindCopy, map[string]any{"dir": dir, "bytes": n})
+	if ok, sup := s.auditingHot(); ok {
+		s.auditHot(audit.KindCopy, sup, map[string]any{"dir": dir, "bytes": n})
+	}
 }
 
 func (s *Session) bufferWrite(ctx context.Context, m *v1.BufferWrite) error {
@@ -797,7 +856,7 @@ func (s *Session) synchronize(ctx context.Context, m *v1.Synchronize) error {
 	if err != nil {
 		return err
 	}
-	if err := s.queue.Wait(ctx); err != nil {
+	if err := s.settle(ctx); err != nil {
 		return fmt.Errorf("synchronize: %w", err)
 	}
 	if m.Stream != 0 {

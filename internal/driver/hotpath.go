@@ -84,6 +84,15 @@ type stagingArea struct {
 
 // handleHot answers the hot path's requests and hands the rest to handle.
 func (s *Session) handleHot(ctx context.Context, req *wire.Request) (v1.Message, []int, error) {
+	// In a burst of asynchronous requests (more wait on the ring behind this
+	// one), submissions leave the issuing to the scheduler's dispatcher, so
+	// that it runs beside this goroutine. Any other request first issues
+	// what the burst left queued: a reply, or a wait, never waits on a
+	// dispatcher still asleep.
+	s.batch = req.More && req.Header.NoReply()
+	if !s.batch {
+		s.queue.Flush()
+	}
 	var reply v1.Message
 	var fds []int
 	var err error
@@ -235,17 +244,22 @@ func (s *Session) stagedCopy(ctx context.Context, m *v1.StagedCopy) error {
 		sa.st.Complete(slot, m.Gen, err != nil)
 		done <- err
 	}
-	c.Flags |= sched.Sync
 	if err := s.submit(ctx, c); err != nil {
 		return err
 	}
+	err = s.settle(ctx)
 	select {
-	case err := <-done:
+	case derr := <-done: // it failed to issue, or settle waited for its tracking
+		if derr != nil {
+			return derr
+		}
+	default:
 		if err != nil {
 			return err
 		}
-	case <-ctx.Done():
-		return fmt.Errorf("wait for device: %w", ctx.Err())
+		// Done on the device: the client may have the slot back now, not
+		// when the tracking gets to it (its report then changes nothing).
+		sa.st.Complete(slot, m.Gen, false)
 	}
 	return s.takeDeferred()
 }

@@ -96,20 +96,19 @@ func (d *watchDevice) Unmap(ptr backend.DevicePtr, size uint64) error {
 // testDriver is a driver on a watched software GPU, with sessions over
 // in-process connections.
 type testDriver struct {
-	t     *testing.T
+	t     testing.TB
 	d     *Driver
 	watch *remapWatch
+	// afterClose runs once the driver has closed, when the test ends.
+	afterClose func()
 }
 
-func newTestDriver(t *testing.T, simMem uint64, opts Options) *testDriver {
+func newTestDriver(t testing.TB, simMem uint64, opts Options) *testDriver {
 	t.Helper()
 	w := &remapWatch{Backend: sim.New(sim.Options{Memory: simMem}), running: map[backend.Stream]int{}}
-	opts.Backend = w
-	d, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	td := &testDriver{t: t, d: d, watch: w}
+	td := newDriverOn(t, w, opts)
+	td.watch = w
+	d := td.d
 	w.windows = func() map[backend.Stream][2]uint64 {
 		out := map[backend.Stream][2]uint64{}
 		d.mu.Lock()
@@ -121,12 +120,29 @@ func newTestDriver(t *testing.T, simMem uint64, opts Options) *testDriver {
 		}
 		return out
 	}
-	t.Cleanup(func() {
-		d.Close()
+	td.afterClose = func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		for _, v := range w.violations {
 			t.Errorf("quiesce: %s", v)
+		}
+	}
+	return td
+}
+
+// newDriverOn starts a driver on a backend, closed when the test ends.
+func newDriverOn(t testing.TB, be backend.Backend, opts Options) *testDriver {
+	t.Helper()
+	opts.Backend = be
+	d, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	td := &testDriver{t: t, d: d}
+	t.Cleanup(func() {
+		d.Close()
+		if td.afterClose != nil {
+			td.afterClose()
 		}
 	})
 	return td
@@ -134,7 +150,7 @@ func newTestDriver(t *testing.T, simMem uint64, opts Options) *testDriver {
 
 // testSession is a session of a testDriver, spoken to in raw protocol.
 type testSession struct {
-	t   *testing.T
+	t   testing.TB
 	rpc *wire.Client
 	s   *Session
 }

@@ -38,6 +38,7 @@ type kernelObj struct {
 	prog      *programObj
 
 	slicing *kernelSlicing // its sliced twin; nil if none (slicing.go)
+	done    func(error)    // what its launches' Done is (guard.go's guardDone), made once
 }
 
 // streamObj is a client stream: one backend stream.

@@ -6,6 +6,7 @@ import (
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/audit"
 	"github.com/gpuos/gpuos/internal/backend"
+	"github.com/gpuos/gpuos/internal/ring"
 	"github.com/gpuos/gpuos/internal/sched"
 )
 
@@ -17,6 +18,11 @@ func newScheduler(dev backend.Device, opts Options) (*sched.Scheduler, error) {
 	so.Device = dev
 	if so.TenantInFlight == 0 {
 		so.TenantInFlight = lim.InFlight
+	}
+	if so.Spin == 0 {
+		// The dispatcher polls for a burst's next command as long as the
+		// rings poll for the next request ($GPUOS_RING_SPIN; none on one CPU).
+		so.Spin = ring.DefaultSpin()
 	}
 	al := opts.Audit
 	next := so.OnEject // the policy engine's (policy.go)

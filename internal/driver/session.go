@@ -10,6 +10,7 @@ import (
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/audit"
+	"github.com/gpuos/gpuos/internal/backend"
 	"github.com/gpuos/gpuos/internal/cap"
 	"github.com/gpuos/gpuos/internal/ledger"
 	"github.com/gpuos/gpuos/internal/mem"
@@ -46,6 +47,12 @@ type Session struct {
 	launches, copies, copyBytes, violations atomic.Uint64
 	guard                                   sessionGuard // guarded programs and revocation (guard.go)
 	auditLimit                              rateLimit
+
+	deferDone func(error) // deferError, as a Done callback made once
+
+	// Owned by the serving goroutine (handlers run on it one at a time).
+	batch       bool             // the request is part of a burst: submit Batched
+	syncStreams []backend.Stream // settle's scratch
 }
 
 func (d *Driver) newSession(p *v1.AttachSession, t *tenantState) (*Session, error) {
@@ -70,6 +77,7 @@ func (d *Driver) newSession(p *v1.AttachSession, t *tenantState) (*Session, erro
 		globals: map[uint64]globalRange{},
 		state:   "active",
 	}
+	s.deferDone = s.deferError
 	if s.queue, err = d.sched.NewQueue(d.queueParams(s)); err != nil {
 		w.Close()
 		lg.Close()
@@ -243,16 +251,20 @@ func (r *rateLimit) allow(now time.Time) (bool, uint64) {
 	return true, sup
 }
 
-func (s *Session) auditHot(kind audit.Kind, detail map[string]any) {
+// auditingHot reports whether a hot-path event (a launch, a copy) is to be
+// logged now, and how many were suppressed before it: callers build the
+// event's details only then.
+func (s *Session) auditingHot() (bool, uint64) {
 	if s.d.opts.Audit == nil {
-		return
+		return false, 0
 	}
-	ok, sup := s.auditLimit.allow(time.Now())
-	if !ok {
-		return
-	}
-	if sup > 0 {
-		detail["suppressed_before"] = sup
+	return s.auditLimit.allow(time.Now())
+}
+
+// auditHot logs a hot-path event that auditingHot let through.
+func (s *Session) auditHot(kind audit.Kind, suppressed uint64, detail map[string]any) {
+	if suppressed > 0 {
+		detail["suppressed_before"] = suppressed
 	}
 	s.d.audit(audit.Event{Kind: kind, Tenant: s.tenant.name, Session: s.id, PID: s.params.PID, Detail: detail})
 }

@@ -1,0 +1,251 @@
+package driver
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "github.com/gpuos/gpuos/api/v1"
+	"github.com/gpuos/gpuos/internal/backend"
+	"github.com/gpuos/gpuos/internal/backend/sim"
+	"github.com/gpuos/gpuos/internal/ring"
+	"github.com/gpuos/gpuos/internal/wire"
+)
+
+// The driver's hot path, measured in one process on the software GPU: what a
+// launch costs the driver's CPU (decode, admission, validation, submission,
+// dispatch) apart from the device work, and the client-to-driver round trips
+// over rings. The sim's own launch costs CPU time too (it queues the kernel
+// for a goroutine that interprets it); the "null" variants replace the
+// stream's Launch with nothing, which leaves the driver's share alone: on a
+// GPU, cuLaunchKernel's few microseconds come on top of it.
+
+// nullLaunch is a backend whose streams accept launches and do nothing with
+// them; everything else is the sim's.
+type nullLaunch struct{ backend.Backend }
+
+type nullDevice struct{ backend.Device }
+
+type nullStream struct{ backend.Stream }
+
+func (n nullLaunch) Open(ordinal int) (backend.Device, error) {
+	dev, err := n.Backend.Open(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	return nullDevice{dev}, nil
+}
+
+func (d nullDevice) NewStream(priority int) (backend.Stream, error) {
+	st, err := d.Device.NewStream(priority)
+	if err != nil {
+		return nil, err
+	}
+	return nullStream{st}, nil
+}
+
+func (st nullStream) Launch(f backend.Function, cfg backend.LaunchConfig, params []byte) error {
+	if launchCost > 0 {
+		spin(launchCost)
+	}
+	return nil
+}
+
+// launchCost, if set, makes a null launch keep its thread busy that long, as
+// cuLaunchKernel does (3.9 µs on the lent H100).
+var launchCost = func() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv("GPUOS_BENCH_LAUNCH_COST"))
+	return d
+}()
+
+func spin(d time.Duration) {
+	for start := time.Now(); time.Since(start) < d; {
+	}
+}
+
+func benchBackend(null bool) backend.Backend {
+	be := backend.Backend(sim.New(sim.Options{Memory: 256 << 20}))
+	if null {
+		be = nullLaunch{be}
+	}
+	return be
+}
+
+// emptyKernel loads bench.ptx's empty kernel (guarded, as a guarded tenant's).
+func (ts *testSession) emptyKernel() v1.KernelInfo {
+	ts.t.Helper()
+	image, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kernels", "bench.ptx"))
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	var p v1.ProgramLoaded
+	ts.must(&v1.LoadProgram{Image: image, Name: "bench.ptx"}, &p)
+	var k v1.KernelInfo
+	ts.must(&v1.GetKernel{Program: p.Handle, Name: "empty"}, &k)
+	return k
+}
+
+// useRings moves the session's requests onto shared-memory rings, as the
+// client library does.
+func (ts *testSession) useRings() {
+	ts.t.Helper()
+	var ro v1.RingOpened
+	fds, err := ts.rpc.CallFDs(context.Background(), &v1.OpenRing{}, &ro, nil)
+	if err != nil || len(fds) != 1 {
+		ts.t.Fatalf("open rings: %v (%d descriptors)", err, len(fds))
+	}
+	sq, cq := int(ro.SubmitBytes), int(ro.CompleteBytes)
+	shm, err := ring.Open(fds[0], wire.RingBytes(sq, cq), true)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	if err := ts.rpc.UseRings(shm.Bytes(), sq, cq, ring.Options{}, func() { shm.Close() }); err != nil {
+		ts.t.Fatal(err)
+	}
+}
+
+var benchModes = []struct {
+	name string
+	null bool
+}{{"sim", false}, {"null", true}}
+
+// BenchmarkRingLaunch: asynchronous empty launches from a client over rings,
+// then one synchronize (what `gpuos bench` measures first).
+func BenchmarkRingLaunch(b *testing.B) {
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) {
+			ts := newDriverOn(b, benchBackend(m.null), Options{}).session("bench", 0)
+			k := ts.emptyKernel()
+			ts.useRings()
+			launch := &v1.Launch{Kernel: k.Handle, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			for range b.N {
+				if err := ts.rpc.Send(launch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ts.must(&v1.Synchronize{}, nil)
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "launches/s")
+		})
+	}
+}
+
+// BenchmarkRingLaunchSync: one launch and a synchronize over rings.
+func BenchmarkRingLaunchSync(b *testing.B) {
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) {
+			ts := newDriverOn(b, benchBackend(m.null), Options{}).session("bench", 0)
+			k := ts.emptyKernel()
+			ts.useRings()
+			launch := &v1.Launch{Kernel: k.Handle, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if err := ts.rpc.Send(launch); err != nil {
+					b.Fatal(err)
+				}
+				ts.must(&v1.Synchronize{}, nil)
+			}
+		})
+	}
+}
+
+// BenchmarkRingSmallWrite: a 64-byte synchronous write to a buffer over rings.
+func BenchmarkRingSmallWrite(b *testing.B) {
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) {
+			ts := newDriverOn(b, benchBackend(m.null), Options{}).session("bench", 0)
+			buf := ts.buffer(4096, 0)
+			ts.useRings()
+			w := &v1.BufferWrite{Buffer: buf.Handle, Data: make([]byte, 64)}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				ts.must(w, nil)
+			}
+		})
+	}
+}
+
+// frameFeed is a Transport that serves the same request frame n times, then a
+// Synchronize, then ends: the driver's side of a launch loop without a client.
+type frameFeed struct {
+	hello, req, sync []byte
+	n                int
+	replies          atomic.Int64
+	errs             atomic.Int64
+}
+
+func encodeFrame(tb testing.TB, id uint64, flags v1.Flags, m v1.Message) []byte {
+	var e v1.Encoder
+	if err := e.PutFrame(id, flags, m); err != nil {
+		tb.Fatal(err)
+	}
+	return append([]byte(nil), e.Bytes()...)
+}
+
+func (f *frameFeed) ReadFrame() (wire.Frame, error) {
+	var msg []byte
+	switch {
+	case f.hello != nil:
+		msg, f.hello = f.hello, nil
+	case f.n > 0:
+		f.n--
+		msg = f.req
+	case f.sync != nil:
+		msg, f.sync = f.sync, nil
+	default:
+		return wire.Frame{}, io.EOF
+	}
+	h, err := v1.ParseHeader(msg)
+	if err != nil {
+		return wire.Frame{}, err
+	}
+	return wire.Frame{Header: h, Payload: msg[v1.HeaderSize:]}, nil
+}
+
+func (f *frameFeed) WriteMessage(id uint64, flags v1.Flags, m v1.Message, fds ...int) error {
+	f.replies.Add(1)
+	if flags&v1.FlagError != 0 {
+		f.errs.Add(1)
+	}
+	return nil
+}
+
+func (f *frameFeed) Close() error { return nil }
+
+// BenchmarkServeLaunch: the driver's CPU per asynchronous launch, from a
+// decoded ring frame to the backend call, with no client: read, admit,
+// decode, validate, submit, dispatch, issue.
+func BenchmarkServeLaunch(b *testing.B) {
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) {
+			ts := newDriverOn(b, benchBackend(m.null), Options{}).session("bench", 0)
+			k := ts.emptyKernel()
+			s := ts.s
+			feed := &frameFeed{
+				hello: encodeFrame(b, 1, 0, v1.NewHello(v1.RoleClient, "", "bench")),
+				req:   encodeFrame(b, 2, v1.FlagNoReply, &v1.Launch{Kernel: k.Handle, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}),
+				sync:  encodeFrame(b, 3, 0, &v1.Synchronize{}),
+				n:     b.N,
+			}
+			srv := &wire.Server{Endpoint: v1.EndpointDriver, Rights: s.rights, Handle: s.handleHot,
+				Deferred: func(req *wire.Request, err error) { s.deferError(err) }}
+			b.ReportAllocs()
+			b.ResetTimer()
+			if err := srv.Serve(context.Background(), feed); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if feed.replies.Load() != 2 || feed.errs.Load() != 0 {
+				b.Fatalf("%d replies, %d errors; want 2 and 0", feed.replies.Load(), feed.errs.Load())
+			}
+		})
+	}
+}
