@@ -126,7 +126,11 @@ static void set_params(CUmodule m) {
     size_t n;
     step = "__gpuos_guard";
     CK(cuModuleGetGlobal(&p, &n, m, "__gpuos_guard"));
-    uint64_t w[8] = {win_base, ~(SPAN - 1), fault_dev, 0, (uint64_t)reserved_smem, 0, 0, 0};
+    /* lo, span mask, fault, globals, shared reserve, then the span mask with
+     * the alignment bits of widths 2..128 set, and a zero word. */
+    uint64_t w[12] = {win_base, ~(SPAN - 1), fault_dev, 0, (uint64_t)reserved_smem};
+    for (int i = 0; i < 7; i++) w[5 + i] = ~(SPAN - 1) | ((2ull << i) - 1);
+    w[11] = 0;
     if (n < sizeof w) {
         fprintf(stderr, "FAIL: __gpuos_guard is %zu bytes\n", n);
         exit(2);

@@ -147,10 +147,24 @@ func (r *fnRewriter) guardAccesses(in *ptx.Instruction, accs []access) ([]ptx.St
 
 // conj evaluates comparisons into a predicate (ANDed onto init, if any).
 func (r *fnRewriter) conj(cs []cmp, init *ptx.Reg) ([]ptx.Stmt, *ptx.Reg) {
+	return r.conjInto(cs, init, nil)
+}
+
+// conjInto is conj into dst, or a fresh predicate when dst is nil.
+func (r *fnRewriter) conjInto(cs []cmp, init, dst *ptx.Reg) ([]ptx.Stmt, *ptx.Reg) {
 	if len(cs) == 0 {
+		switch {
+		case dst != nil && init != nil:
+			return []ptx.Stmt{ins("mov.pred", dst, init)}, dst
+		case dst != nil: // nothing to compare: fail closed
+			return []ptx.Stmt{ins("setp.ne.u32", dst, imm(0), imm(0))}, dst
+		}
 		return nil, init
 	}
-	p := r.p()
+	p := dst
+	if p == nil {
+		p = r.p()
+	}
 	var out []ptx.Stmt
 	for i, c := range cs {
 		if i == 0 && init == nil {

@@ -399,7 +399,11 @@ func (r *fnRewriter) finish() {
 	if r.smask != nil {
 		add(ins("ld.const.u64", r.smask, addr(pv, paramMask)))
 		for _, wd := range sortedKeys(r.masks) {
-			add(ins("or.b64", r.masks[wd], r.smask, imm(int64(wd-1))))
+			if off := paramMaskW(wd); off != 0 {
+				add(ins("ld.const.u64", r.masks[wd], addr(pv, int64(off))))
+			} else {
+				add(ins("or.b64", r.masks[wd], r.smask, imm(int64(wd-1))))
+			}
 		}
 	}
 	if r.gbase != nil {

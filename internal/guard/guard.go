@@ -364,6 +364,12 @@ func (g *guarder) declareParams() error {
 			v = int64(lo)
 		case paramMask:
 			v = initMask
+		default:
+			for w := 2; w <= 128; w *= 2 {
+				if i*8 == paramMaskW(w) {
+					v = initMask | int64(w-1)
+				}
+			}
 		}
 		init.Elems = append(init.Elems, &ptx.Int{Value: v, Hex: true, Unsigned: true})
 	}

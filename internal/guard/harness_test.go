@@ -265,6 +265,9 @@ func fillBytes(rng *rand.Rand, a arg) []byte {
 type benignRun struct {
 	spec kspec
 	data [][]byte
+	// instructions is the last run's count of thread-instructions executed
+	// (predicated-off ones included): the overhead model of bench_test.go.
+	instructions uint64
 }
 
 func newBenignRun(spec kspec, seed uint64) *benignRun {
@@ -318,11 +321,12 @@ func (br *benignRun) run(t testing.TB, m *ptx.Module, res *guard.Result, kernel 
 			binary.LittleEndian.PutUint64(at, math.Float64bits(v))
 		}
 	}
-	_, err = k.Run(context.Background(), interp.Launch{Grid: br.spec.grid, Block: br.spec.block,
+	st, err := k.Run(context.Background(), interp.Launch{Grid: br.spec.grid, Block: br.spec.block,
 		DynamicShared: br.spec.shared, Params: params, Global: &d.mem, Workers: 1, MaxInstructions: 1 << 30})
 	if err != nil {
 		t.Fatalf("run %s (guarded %v): %v", kernel, res != nil, err)
 	}
+	br.instructions = st.Instructions
 	out := make([][]byte, len(br.data))
 	for i, b := range br.data {
 		if b != nil {

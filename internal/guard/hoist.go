@@ -52,7 +52,7 @@ func (r *fnRewriter) hoistCheck(h *hoisted) []ptx.Stmt {
 	h.done = true
 	var out []ptx.Stmt
 	// emit checks one range into a fresh predicate.
-	emit := func(c hcheck) *ptx.Reg {
+	emit := func(c hcheck, dst *ptx.Reg) *ptx.Reg {
 		r.g.res.Stats.Checked++
 		pc := piece{}
 		var ea ptx.Operand = &ptx.Reg{Name: h.reg}
@@ -78,14 +78,14 @@ func (r *fnRewriter) hoistCheck(h *hoisted) []ptx.Stmt {
 			r.constCmps(&pc, acc, ea, r.constRange())
 		}
 		out = append(out, pc.pre...)
-		pre, p := r.conj(pc.cmps, nil)
+		pre, p := r.conjInto(pc.cmps, nil, dst)
 		out = append(out, pre...)
 		return p
 	}
 	preds := make([]*ptx.Reg, len(h.checks))
 	own := func(k int) *ptx.Reg {
 		if preds[k] == nil {
-			preds[k] = emit(h.checks[k])
+			preds[k] = emit(h.checks[k], nil)
 		}
 		return preds[k]
 	}
@@ -109,18 +109,22 @@ func (r *fnRewriter) hoistCheck(h *hoisted) []ptx.Stmt {
 		}
 		done[key] = true
 		p := r.setReg(h, ks)
-		var q *ptx.Reg
-		if mc, ok := h.mergedCheck(ks); ok {
-			q = emit(mc)
-		} else {
-			q = own(ks[0])
-			for _, k := range ks[1:] {
-				t := r.p()
+		switch mc, ok := h.mergedCheck(ks); {
+		case ok:
+			emit(mc, p)
+		case len(ks) == 1:
+			out = append(out, ins("mov.pred", p, own(ks[0])))
+		default:
+			q := own(ks[0])
+			for i, k := range ks[1:] {
+				t := p
+				if i < len(ks)-2 {
+					t = r.p()
+				}
 				out = append(out, ins("and.pred", t, q, own(k)))
 				q = t
 			}
 		}
-		out = append(out, ins("mov.pred", p, q))
 	}
 	return out
 }

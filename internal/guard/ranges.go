@@ -436,19 +436,73 @@ func (ra *rangeAnalysis) operand(o ptx.Operand, st *rstate) aval {
 		if !ok {
 			return top
 		}
-		al := int64(ra.atomVar[i].Alignment())
-		if ra.atomVar[i].Align > 0 {
-			al = int64(ra.atomVar[i].Align)
+		// ptxas places a variable at its declared alignment, the dynamic
+		// shared memory (unsized extern arrays) included; the latter is
+		// trusted up to 16 bytes, what the runtime guarantees whatever the
+		// declaration (and what the interpreter gives).
+		al := min(max(int64(ra.atomVar[i].Alignment()), 1), maxMod)
+		if size, _, err := varShape(ra.atomVar[i]); err != nil || size == 0 {
+			al = min(al, 16)
 		}
-		al = min(max(al, 1), maxMod)
 		f := ra.atom(i, 1, o.Offset)
 		return aval{lo: f, hi: f, mod: al, rem: modp(o.Offset, al)}
 	}
 	return top
 }
 
+// narrowRange is the integer range of a 8- or 16-bit type.
+func narrowRange(t ptx.Type) (lo, hi int64, ok bool) {
+	switch t {
+	case ptx.TypeU8:
+		return 0, 255, true
+	case ptx.TypeS8:
+		return -128, 127, true
+	case ptx.TypeU16:
+		return 0, 65535, true
+	case ptx.TypeS16:
+		return -32768, 32767, true
+	}
+	return 0, 0, false
+}
+
+// evalNarrow handles the 8- and 16-bit values bytes are indexed by: a
+// loaded byte, its widening (cvt, mul.wide.u16).
+func (ra *rangeAnalysis) evalNarrow(in *ptx.Instruction, st *rstate) (aval, bool) {
+	ts := in.Types()
+	switch {
+	case (in.Opcode == "ld" || in.Opcode == "ldu") && len(ts) == 1 && in.VectorWidth() <= 1:
+		if lo, hi, ok := narrowRange(ts[0]); ok {
+			return aval{lo: ra.konst(lo), hi: ra.konst(hi), mod: 1}, true
+		}
+	case in.Opcode == "cvt" && len(ts) == 2 && len(in.Operands) == 2 && len(in.Mods) == 2:
+		// A widening conversion from a narrow type keeps a value that the
+		// source type reads exactly.
+		if lo, hi, ok := narrowRange(ts[1]); ok && ts[0].Bits() >= 32 && ts[0].Bits() <= 32 {
+			v := ra.operand(in.Operands[1], st)
+			if vl, vh, ok := ra.intRange(v); ok && vl >= lo && vh <= hi {
+				return v, true
+			}
+			if ts[0].Bits() > ts[1].Bits() && (ts[0] == ptx.TypeU32) == (ts[1] == ptx.TypeU8 || ts[1] == ptx.TypeU16) {
+				return aval{lo: ra.konst(lo), hi: ra.konst(hi), mod: 1}, true
+			}
+		}
+	case in.Opcode == "mul" && in.HasMod(".wide") && len(ts) == 1 && len(in.Operands) == 3 && (ts[0] == ptx.TypeU16 || ts[0] == ptx.TypeS16):
+		lo, hi, _ := narrowRange(ts[0])
+		a, b := ra.operand(in.Operands[1], st), in.Operands[2]
+		if c, ok := b.(*ptx.Int); ok {
+			if al, ah, ok := ra.intRange(a); ok && al >= lo && ah <= hi && c.Value >= lo && c.Value <= hi {
+				return ra.mulConst(a, c.Value), true
+			}
+		}
+	}
+	return top, false
+}
+
 // eval is the value in writes to its one 32-bit destination.
 func (ra *rangeAnalysis) eval(in *ptx.Instruction, st *rstate) aval {
+	if v, ok := ra.evalNarrow(in, st); ok {
+		return v
+	}
 	signed, ok := is32(in)
 	if !ok || in.HasMod(".sat") || in.HasMod(".cc") || in.HasMod(".hi") || in.HasMod(".wide") {
 		return top
@@ -836,14 +890,7 @@ type rangeResult struct {
 	static map[*ptx.Instruction]bool // proven whatever the launch
 	shape  map[*ptx.Instruction]bool // proven when every cond holds
 	conds  []rcond
-	aligns []alignCond // dynamic shared variables whose alignment the proofs assume
-	hot    int         // shape-proven accesses, those in loops counting 8
-}
-
-// alignCond: the address of the variable is a multiple of align.
-type alignCond struct {
-	atom  int
-	align int64
+	hot    int // shape-proven accesses, those in loops counting 8
 }
 
 // maxConds bounds the run-time conditions of one kernel's entry check.
@@ -1081,7 +1128,6 @@ func analyzeRanges(r *fnRewriter) *rangeResult {
 	}
 
 	res := &rangeResult{ra: ra, static: map[*ptx.Instruction]bool{}, shape: map[*ptx.Instruction]bool{}}
-	aligned := map[int]int64{}
 	for _, b := range order {
 		if in[b] == nil {
 			continue
@@ -1092,7 +1138,7 @@ func analyzeRanges(r *fnRewriter) *rangeResult {
 			if dbgHook != nil {
 				dbgHook(ins, st)
 			}
-			if pf, ok := ra.proveAccess(ins, i, st, aligned); ok {
+			if pf, ok := ra.proveAccess(ins, i, st); ok {
 				if pf.static {
 					res.static[ins] = true
 				} else if r.f.Entry {
@@ -1113,10 +1159,6 @@ func analyzeRanges(r *fnRewriter) *rangeResult {
 			ra.step(ins, st)
 		}
 	}
-	for atom, al := range aligned {
-		res.aligns = append(res.aligns, alignCond{atom: atom, align: al})
-	}
-	sort.Slice(res.aligns, func(i, j int) bool { return res.aligns[i].atom < res.aligns[j].atom })
 	return res
 }
 
@@ -1284,7 +1326,7 @@ func (ra *rangeAnalysis) meet(a, b aval) aval {
 
 // proveAccess tries to prove in's one shared access (a plain load, store or
 // atomic at [reg+off] or [sym+off]) inside shared memory and aligned.
-func (ra *rangeAnalysis) proveAccess(in *ptx.Instruction, at int, st *rstate, aligned map[int]int64) (proof, bool) {
+func (ra *rangeAnalysis) proveAccess(in *ptx.Instruction, at int, st *rstate) (proof, bool) {
 	accs, err := accessesOf(ra.r.f.Name, in)
 	if err != nil || len(accs) != 1 || accs[0].space != spShared || accs[0].size != nil || accs[0].hint {
 		return proof{}, false
@@ -1347,18 +1389,6 @@ func (ra *rangeAnalysis) proveAccess(in *ptx.Instruction, at int, st *rstate, al
 		pf.conds = append(pf.conds, rcond{f: lo})
 	}
 	pf.conds = append(pf.conds, rcond{f: hi, upper: true})
-	// The congruence counted on the declared alignment of the variables in
-	// the address; a dynamic one's is checked at run time too.
-	for i := fixedAtoms; i < ra.natoms; i++ {
-		if lo.coef(i) == 0 && hi.coef(i) == 0 {
-			continue
-		}
-		if size, _, err := varShape(ra.atomVar[i]); err == nil && size > 0 {
-			continue
-		}
-		al := min(max(int64(ra.atomVar[i].Align), int64(ra.atomVar[i].Alignment()), 1), maxMod)
-		aligned[i] = max(aligned[i], min(al, w))
-	}
 	return pf, true
 }
 

@@ -13,7 +13,7 @@ import (
 const ParamsVar = "__gpuos_guard"
 
 // ParamsSize is the size of ParamsVar in bytes.
-const ParamsSize = 64
+const ParamsSize = 96
 
 // Params are the values a guarded module reads from ParamsVar.
 type Params struct {
@@ -38,15 +38,31 @@ type Params struct {
 }
 
 // Bytes encodes p as ParamsVar holds it (little-endian u64 words: lo, span
-// mask, fault, globals, shared reserve, then zeros).
+// mask, fault, globals, shared reserve, then the span mask with the
+// alignment bits of each access width 2 to 128 set, and a zero word).
+// Guarded code reads the masks as constants (ptxas folds them into the
+// instructions that use them) instead of computing them in every thread.
 func (p Params) Bytes() []byte {
 	b := make([]byte, ParamsSize)
+	m := ^(p.Span - 1)
 	binary.LittleEndian.PutUint64(b[0:], p.Lo)
-	binary.LittleEndian.PutUint64(b[8:], ^(p.Span - 1))
+	binary.LittleEndian.PutUint64(b[8:], m)
 	binary.LittleEndian.PutUint64(b[16:], p.Fault)
 	binary.LittleEndian.PutUint64(b[24:], p.Globals)
 	binary.LittleEndian.PutUint64(b[32:], uint64(p.SharedReserve))
+	for w := 2; w <= 128; w *= 2 {
+		binary.LittleEndian.PutUint64(b[paramMaskW(w):], m|uint64(w-1))
+	}
 	return b
+}
+
+// paramMaskW is the offset of the span mask for accesses of w bytes (a
+// power of two, 2 to 128); 0 for other widths.
+func paramMaskW(w int) int {
+	if w < 2 || w > 128 || w&(w-1) != 0 {
+		return 0
+	}
+	return paramMasks + 8*(log2(w)-1)
 }
 
 // Validate reports Params that would not confine accesses: a span that is not
@@ -68,6 +84,7 @@ const (
 	paramFault   = 16
 	paramGlobals = 24
 	paramReserve = 32
+	paramMasks   = 40 // span mask | 1, | 3, | 7, ... | 127: seven words
 )
 
 // Unguarded values of ParamsVar, its initializer: no address passes a check

@@ -303,11 +303,6 @@ func (r *fnRewriter) entryCheck() []ptx.Stmt {
 			test("ge", acc, imm(0))
 		}
 	}
-	for _, a := range v.res.aligns {
-		t := r.w()
-		out = append(out, ins("and.b32", t, atomReg(a.atom), imm(a.align-1)))
-		test("eq", t, imm(0))
-	}
 	if first {
 		return nil
 	}
