@@ -189,6 +189,16 @@ func TestCAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("entry bench", func(t *testing.T) {
+		bin := compile(t, dir, filepath.Join(repo, "testdata", "cudart", "entry_bench.c"))
+		cmd := exec.Command(bin, "200", filepath.Join(kernels, "bench.ptx"))
+		cmd.Env = append(os.Environ(), runEnv...)
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.Count(string(out), "ns/call") != 7 {
+			t.Fatalf("entry_bench: %v\n%s", err, out)
+		}
+	})
+
 	// GPUOS_SHIM_TRACE=2 logs every call with its arguments and result, and
 	// the program runs as it does untraced.
 	t.Run("call trace", func(t *testing.T) {

@@ -18,17 +18,26 @@
 #   2. the nvcc programs of testdata/cudart with the static runtime (and
 #      rt_vecadd with -cudart shared), natively and through gpuos with
 #      GPUOS_SHIM_TRACE=2; for a failure, the trace around the first failing
-#      call; for a failing static rt_vecadd, again with the f8cff951 table
-#      refused (answered CUDA_ERROR_INVALID_VALUE, then CUDA_ERROR_NOT_FOUND)
-#      and with its unimplemented slots answering 0;
+#      call, and the comparison with the real driver (below); for a failing
+#      static rt_vecadd, again with the f8cff951 table refused (answered
+#      CUDA_ERROR_INVALID_VALUE, then CUDA_ERROR_NOT_FOUND) and with its
+#      unimplemented slots answering 0;
 #   3. rt_vecadd on the real driver under reftrace.sh (every call logged like
-#      gpuos's trace) and the first differences between the two call
-#      sequences; under CARRY/trace-libcuda.sh too, if there;
-#   4. the C API programs of testdata/capi and the launch benchmark;
+#      gpuos's trace) against gpuos's trace, failing or not; under
+#      CARRY/trace-libcuda.sh too, if there;
+#   4. the C API programs of testdata/capi, the launch benchmark, and what
+#      single entry points cost (entry_bench.c), natively and through gpuos;
 #   5. the CuPy scripts natively and through gpuos with CUPY_COMPILE_WITH_PTX=1
-#      as the guarded tenant; those that fail again as the trusted tenant of
-#      testdata/cupy/gpuos-cupy.yaml, with the SASS modules the audit log shows
-#      refused added to trusted_modules (up to three rounds).
+#      as the guarded tenant, reduction also without CUB (CUPY_ACCELERATORS=,
+#      CuPy's own kernels, PTX: what the guarded tier can run); those that fail
+#      again as the trusted tenant of testdata/cupy/gpuos-cupy.yaml, with the
+#      SASS modules the audit log shows refused added to trusted_modules (up
+#      to three rounds).
+# The comparison with the real driver: every program that fails runs once
+# more natively under reftrace.sh, and firstdiff.py reports, from the two
+# traces, the first call whose result through gpuos differs from the real
+# driver's for the same call, the first result gpuos gave that the real
+# driver never gave that function, and where the two call sequences part.
 # Environment: REAL_LIBCUDA (the NVIDIA libcuda.so.1, default from ldconfig),
 # GPUOS_BACKEND (default cuda), TIMEOUT (per program, default 120 s), BUDGET
 # (seconds the whole run should stay under, default 540). summary.txt is
@@ -86,6 +95,42 @@ trap finish EXIT
 serve || exit 1
 GPUOS=("$CARRY/gpuos" run --shim "$CARRY" --socket "$SOCK")
 
+# The real driver, every call logged (for the comparisons), and python3 to
+# compare with.
+REFOK=
+PY=$(command -v python3 || true)
+if [ -n "$REAL" ] && bash testdata/cudart/reftrace.sh "$W/ref" "$REAL" 2> "$W/reftrace.build"; then
+    REFOK=1
+else
+    say "   no real-driver comparisons: $( [ -z "$REAL" ] && echo 'no real libcuda.so.1 found (set REAL_LIBCUDA)' || tail -2 "$W/reftrace.build" | tr '\n' ' ')"
+fi
+[ -n "$PY" ] || say "   no real-driver comparisons: no python3"
+
+# refdiff NAME DIR CMD...: CMD on the real driver under reftrace.sh (once per
+# $REFKEY, default NAME), then firstdiff.py on that trace and gpuos's trace
+# of NAME.
+refdiff() {
+    local name=$1 dir=$2 key=${REFKEY:-$1}
+    shift 2
+    [ -n "$REFOK" ] && [ -n "$PY" ] && [ -s "$W/trace-$name.log" ] || return 0
+    if [ ! -s "$W/ref-$key.log" ]; then
+        [ $SECONDS -lt $((BUDGET - 45)) ] || { say "   (no real-driver comparison: the run is near its budget)"; return 0; }
+        (cd "$dir" && REFTRACE_LOG=$W/ref-$key.log LD_LIBRARY_PATH=$W/ref:${LD_LIBRARY_PATH:-} timeout "$TO" "$@" \
+            > "$W/ref-$key.out" 2> "$W/ref-$key.err")
+        local rr=$?
+        if [ $rr -ne 0 ]; then
+            # Perhaps the wrapped export tables: again with the real ones.
+            say "   (on the real driver under reftrace.sh it exited $rr: $(tail -1 "$W/ref-$key.err" | cutl 150); again with REFTRACE_WRAP=0)"
+            mv "$W/ref-$key.log" "$W/ref-$key.wrapped.log" 2> /dev/null
+            (cd "$dir" && REFTRACE_WRAP=0 REFTRACE_LOG=$W/ref-$key.log LD_LIBRARY_PATH=$W/ref:${LD_LIBRARY_PATH:-} timeout "$TO" "$@" \
+                > "$W/ref-$key.out" 2> "$W/ref-$key.err") || say "   (and exited $? again)"
+        fi
+    fi
+    say "   against the real driver (reftrace.sh + firstdiff.py):"
+    "$PY" "$ROOT/testdata/cudart/firstdiff.py" "$W/ref-$key.log" "$W/trace-$name.log" 2>&1 | head -"${DIFFLINES:-20}" |
+        cutl 250 | sed 's/^/     /' >> "$S"
+}
+
 # firsterr LOG: the trace around the first call that failed, or its end; in
 # full for the first two failures, then the failing call alone.
 CONTEXTS=2
@@ -123,7 +168,10 @@ compare() {
     [ $rn -ne 0 ] && tail -2 "$W/$name.native.err" | cutl | sed 's/^/   native: /' >> "$S"
     grep -v '^$' "$W/$name.gpuos.err" | grep -v '^gpuos-shim:' | tail -2 | cutl | sed 's/^/   gpuos:  /' >> "$S"
     [ $rn -eq 0 ] && [ $rg -eq 0 ] && diff "$W/$name.native.out" "$W/$name.gpuos.out" | head -4 | cutl | sed 's/^/   /' >> "$S"
+    cat "$W/$name.gpuos.err" "$W/trace-$name.log" 2> /dev/null | grep -h 'refused by gpuos' | sed 's/^gpuos-shim: //' | sort -u | head -3 |
+        cutl 300 | sed 's/^/   gpuos said: /' >> "$S"
     [ -s "$W/trace-$name.log" ] && firsterr "$W/trace-$name.log"
+    refdiff "$name" "$dir" "$@"
     return 1
 }
 
@@ -177,38 +225,16 @@ fi
 # ---- 3. the real driver's call sequence ----------------------------------------
 say ""
 say "== 3. rt_vecadd on the real driver, every call logged (testdata/cudart/reftrace.sh), against gpuos's trace"
-# norm: the sequence of calls as "name = result" and export-table slots as
-# "slot table[i]", from either trace; lookups, and the two tables the real
-# trace cannot wrap, left out.
-norm() {
-    sed -E 's/^gpuos-shim: //' "$1" |
-        sed -n -E \
-            -e 's/^T[0-9]+ +(cuGetExportTable)\(.*pExportTableId=([0-9a-f]{32})\) = (.*)$/\1 \2 = \3/p' \
-            -e 's/^T[0-9]+ +(cuGetExportTable)\(.*\) "([0-9a-f]{32})" = (.*)$/\1 \2 = \3/p' \
-            -e '/cuGetProcAddress|cuGetExportTable/d' \
-            -e 's/^T[0-9]+ +(cu[A-Za-z0-9_]+)\(.*\)( "[^"]*")? = ([A-Z_0-9x]+)$/\1 = \3/p' \
-            -e 's/^T[0-9]+ +slot ([a-z_0-9]+)\[([0-9]+)\].*/slot \1[\2]/p' \
-            -e 's/^(export )?([a-z_0-9]+) slot ([0-9]+).*/slot \2[\3]/p' |
-        grep -v -E '^slot (cudart_interface|integrity_check)\['
-}
-if [ -n "$REAL" ] && [ -x "$W/rt_vecadd" ] && bash testdata/cudart/reftrace.sh "$W/ref" "$REAL" 2> "$W/reftrace.build"; then
+if [ -n "$REFOK" ] && [ -x "$W/rt_vecadd" ]; then
     for p in rt_vecadd rt_vecadd_shared; do
         [ -x "$W/$p" ] || continue
-        (cd "$W" && REFTRACE_LOG=$W/ref-$p.log LD_LIBRARY_PATH=$W/ref:${LD_LIBRARY_PATH:-} timeout "$TO" "./$p" > "$W/ref-$p.out" 2> "$W/ref-$p.err"); rr=$?
-        say "$p under reftrace: exit $rr$(cmp -s "$W/ref-$p.out" "$W/$p.native.out" && echo ', output as native'); $(grep -c '^T' "$W/ref-$p.log") calls, $(grep -c 'slot ' "$W/ref-$p.log") slot calls"
-        [ $rr -ne 0 ] && tail -2 "$W/ref-$p.err" | cutl | sed 's/^/   /' >> "$S"
-        norm "$W/ref-$p.log" > "$W/ref-$p.seq"
-        norm "$W/trace-$p.log" > "$W/gpuos-$p.seq"
-        if cmp -s "$W/ref-$p.seq" "$W/gpuos-$p.seq"; then
-            say "   the same $(wc -l < "$W/ref-$p.seq") calls in the same order, with the same results"
-        else
-            say "   real driver (-) against gpuos (+), first differences of $(wc -l < "$W/ref-$p.seq") / $(wc -l < "$W/gpuos-$p.seq") calls:"
-            diff -U2 "$W/ref-$p.seq" "$W/gpuos-$p.seq" | tail -n +3 | head -${DIFFLINES:-24} | cutl 140 | sed 's/^/     /' >> "$S"
-        fi
+        say "$p:"
+        refdiff "$p" "$W" "./$p"
+        [ -s "$W/ref-$p.log" ] && say "   on the real driver: $(cmp -s "$W/ref-$p.out" "$W/$p.native.out" && echo 'output as native' || echo 'output NOT as native'); $(grep -c '^T' "$W/ref-$p.log") calls, $(grep -c ' slot ' "$W/ref-$p.log") slot calls"
     done
-    say "   slots the real runtime called (rt_vecadd): $(grep -o 'slot [a-z_0-9]*\[[0-9]*\]' "$W/ref-rt_vecadd.log" | sort | uniq -c | sort -rn | awk '{printf "%s %s, ", $3, $1}')"
+    say "   slots the real runtime called (rt_vecadd): $(grep -o 'slot [a-z_0-9]*\[[0-9]*\]' "$W/ref-rt_vecadd.log" 2> /dev/null | sort | uniq -c | sort -rn | awk '{printf "%s %s, ", $3, $1}')"
 else
-    say "SKIP 3: $( [ -z "$REAL" ] && echo 'no real libcuda.so.1 found (set REAL_LIBCUDA)' || echo "no rt_vecadd or reftrace build failed: $(tail -2 "$W/reftrace.build" 2> /dev/null | tr '\n' ' ')")"
+    say "SKIP 3: no reftrace, or no rt_vecadd"
 fi
 if [ -f "$CARRY/trace-libcuda.sh" ] && [ -x "$W/rt_vecadd" ]; then
     mkdir -p "$W/lookup-tracer" && (cd "$W/lookup-tracer" && bash "$CARRY/trace-libcuda.sh" > build.log 2>&1) &&
@@ -220,12 +246,17 @@ fi
 say ""
 say "== 4. C API programs (testdata/capi) through gpuos, and the launch benchmark"
 pass=() fail=()
-for p in vecadd reduce streams memcpy memset library pointers context errors leak; do
+for p in vecadd reduce streams memcpy memset library nocontext pointers context errors leak; do
     gcc -std=gnu11 -O1 -Iinclude "testdata/capi/$p.c" -o "$W/capi_$p" -L"$CARRY" -lcuda -lpthread > "$W/capi_$p.build" 2>&1 || { fail+=("$p(build)"); continue; }
     (cd "$W" && timeout "$TO" "${GPUOS[@]}" -- "./capi_$p" "$ROOT/testdata/kernels" > "$W/capi_$p.gpuos.out" 2>&1) && pass+=("$p") || fail+=("$p")
 done
 say "capi: ${#pass[@]} pass${fail[*]:+; FAIL: ${fail[*]}}"
-for p in "${fail[@]}"; do tail -2 "$W/capi_${p%%(*}.gpuos.out" 2> /dev/null | cutl | sed "s/^/   $p: /" >> "$S"; done
+for p in "${fail[@]}"; do
+    tail -2 "$W/capi_${p%%(*}.gpuos.out" 2> /dev/null | cutl | sed "s/^/   $p: /" >> "$S"
+    case $p in *"(build)") continue ;; esac
+    (cd "$W" && GPUOS_SHIM_TRACE=2 GPUOS_SHIM_LOG=$W/trace-capi_$p.log timeout "$TO" "${GPUOS[@]}" -- "./capi_$p" "$ROOT/testdata/kernels" > /dev/null 2>&1)
+    refdiff "capi_$p" "$W" "./capi_$p" "$ROOT/testdata/kernels"
+done
 if gcc -std=gnu11 -O2 -Iinclude bench/launch_bench.c -o "$W/launch_bench" -L"$CARRY" -lcuda > "$W/bench.build" 2>&1; then
     nat=$(cd "$W" && LD_LIBRARY_PATH=$(dirname "${REAL:-/x}"):${LD_LIBRARY_PATH:-} timeout "$TO" ./launch_bench 100000 "$ROOT/testdata/kernels/bench.ptx" 2>&1 | tail -1)
     shm=$(cd "$W" && timeout "$TO" "${GPUOS[@]}" -- ./launch_bench 100000 "$ROOT/testdata/kernels/bench.ptx" 2>&1 | tail -1)
@@ -234,6 +265,16 @@ if gcc -std=gnu11 -O2 -Iinclude bench/launch_bench.c -o "$W/launch_bench" -L"$CA
     n=$(sed -n -E 's/.*launches: ([0-9.]+) us.*/\1/p' <<< "$nat")
     g=$(sed -n -E 's/.*launches: ([0-9.]+) us.*/\1/p' <<< "$shm")
     say "ratio gpuos/native: $(awk -v g="$g" -v n="$n" 'BEGIN { if (n > 0) printf "%.2f", g / n; else print "?" }') (target <= 1.5)"
+fi
+if gcc -std=gnu11 -O2 -Iinclude testdata/cudart/entry_bench.c -o "$W/entry_bench" -L"$CARRY" -lcuda > "$W/entry_bench.build" 2>&1; then
+    (cd "$W" && LD_LIBRARY_PATH=$(dirname "${REAL:-/x}"):${LD_LIBRARY_PATH:-} timeout "$TO" ./entry_bench 200000 "$ROOT/testdata/kernels/bench.ptx" > entry.native.out 2>&1)
+    (cd "$W" && timeout "$TO" "${GPUOS[@]}" -- ./entry_bench 200000 "$ROOT/testdata/kernels/bench.ptx" > entry.gpuos.out 2>&1)
+    say "entry points (testdata/cudart/entry_bench.c), native | gpuos:"
+    paste -d '|' <(grep ns/call "$W/entry.native.out") <(grep ns/call "$W/entry.gpuos.out") |
+        awk -F'|' '{ split($1, a, ": "); split($2, b, ": "); printf "   %-32s %-44s | %s\n", a[1], a[2], b[2] }' | cutl 200 >> "$S"
+    grep -v ns/call "$W/entry.gpuos.out" | grep -v '^$' | head -2 | cutl | sed 's/^/   gpuos: /' >> "$S"
+else
+    say "FAIL build entry_bench: $(head -2 "$W/entry_bench.build" | tr '\n' ' ')"
 fi
 # ---- 5. CuPy (last: the slowest; cut short near BUDGET seconds) -----------------
 say ""
@@ -246,6 +287,10 @@ if python3 -c 'import cupy' 2> /dev/null; then
         [ $SECONDS -lt $((BUDGET - 60)) ] || { say "SKIP cupy_$s: the run is near its budget of $BUDGET s"; continue; }
         compare "cupy_$s" "$ROOT/testdata/cupy" python3 "$s.py" || failed+=("$s")
     done
+    # CuPy's reductions use CUB, whose kernels CuPy ships as SASS only: the
+    # guarded tier refuses them (and CuPy does not check CUB's errors). Its
+    # own reduction kernels are PTX.
+    [ $SECONDS -lt $((BUDGET - 60)) ] && CUPY_ACCELERATORS= compare cupy_reduction_nocub "$ROOT/testdata/cupy" python3 reduction.py
     if [ ${#failed[@]} -gt 0 ]; then
         say "-- again as tenant cupy-trusted (testdata/cupy/gpuos-cupy.yaml), learning the refused SASS modules' hashes from the audit log"
         cfg=$W/gpuos-cupy.yaml
@@ -256,7 +301,7 @@ if python3 -c 'import cupy' 2> /dev/null; then
             serve "$cfg" || break
             still=()
             for s in "${failed[@]}"; do
-                TENANT=cupy-trusted compare "cupy_${s}_trusted$round" "$ROOT/testdata/cupy" python3 "$s.py" || still+=("$s")
+                REFKEY=cupy_$s TENANT=cupy-trusted compare "cupy_${s}_trusted$round" "$ROOT/testdata/cupy" python3 "$s.py" || still+=("$s")
             done
             new=$(grep -o '"sha256":"[0-9a-f]\{64\}"' "$AUDIT" | cut -d'"' -f4 | sort -u | grep -v -x -F -f <(grep -o '[0-9a-f]\{64\}' "$cfg") || true)
             failed=("${still[@]}")
@@ -272,4 +317,4 @@ else
 fi
 
 say ""
-say "full logs: logs.tgz (trace-*.log gpuos traces, ref-*.log real-driver traces, *.seq call sequences, *.out/*.err, exporttables.*, serve.log, audit.jsonl)"
+say "full logs: logs.tgz (trace-*.log gpuos traces, ref-*.log real-driver traces, *.out/*.err, exporttables.*, serve.log, audit.jsonl)"

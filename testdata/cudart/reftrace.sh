@@ -12,7 +12,11 @@
 # with, after each argument that is a readable pointer, the 8 bytes it points
 # at after the call (->0x...): output values. cuGetProcAddress hands out the
 # trampolines instead of the real functions, so calls through it are logged
-# too. cuGetExportTable logs the first 64 words of each table it returns
+# too: the exported function's trampoline when the real driver returns an
+# exported function, else (driver 580 returns internal entry points for most
+# names) a trampoline made for the pointer, logged under the name asked for
+# (cuMemAlloc, where gpuos's trace says cuMemAlloc_v2: compare base names).
+# cuGetExportTable logs the first 64 words of each table it returns
 # (NULL, a number, fn+offset into the real library, or another pointer) and,
 # except for the two tables the runtime's integrity check hashes the
 # addresses of (6bd5fb6c..., d4082055...), hands out a copy whose function
@@ -27,7 +31,8 @@ REAL=$(readlink -f "$REAL")
 mkdir -p "$OUT"
 nm -D --defined-only "$REAL" | awk '$2=="T"||$2=="W"||$2=="i"{print $3}' | sed 's/@.*//' | grep '^cu' | sort -u > "$OUT/reftrace.syms"
 N=$(wc -l < "$OUT/reftrace.syms")
-SLOTS=1024
+SLOTS=4096
+DYN=4096
 {
 cat <<C
 #define _GNU_SOURCE
@@ -44,6 +49,7 @@ cat <<C
 
 #define NSYM $N
 #define NSLOT $SLOTS
+#define NDYN $DYN
 static const char *real_path = "$REAL";
 static const char *const names[NSYM] = {
 C
@@ -56,7 +62,18 @@ __attribute__((visibility("hidden"))) void *rt_tramp[NSYM];
 /* Slots of wrapped export tables: their table's name, index and real function. */
 static struct { const char *table; int index; void *fn; } slots[NSLOT];
 static int nslots;
-__attribute__((visibility("hidden"))) void *rt_slot_tramp[NSLOT];
+/* The trampolines of slots and of handed-out entry points are 16 bytes
+ * apart from a base label (see the end of this file). */
+extern char rt_slot_base[] __attribute__((visibility("hidden")));
+extern char rt_dyn_base[] __attribute__((visibility("hidden")));
+#define rt_slot_tramp(k) ((void *)(rt_slot_base + 16 * (k)))
+#define rt_dyn_tramp(k) ((void *)(rt_dyn_base + 16 * (k)))
+
+/* Entry points cuGetProcAddress returned that are not exported functions:
+ * the name asked for and the real function. */
+static struct { char name[64]; void *fn; } dyns[NDYN];
+static int ndyns;
+static pthread_mutex_t dyn_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static int logfd = 2;
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -173,6 +190,8 @@ __attribute__((used)) void *rt_enter(int index, const struct saved *r, const uin
     f->index = index;
     memcpy(f->a, r->gp, sizeof f->a);
     f->ret = ret;
+    if (index >= NSYM + NSLOT)
+        return dyns[index - NSYM - NSLOT].fn;
     if (index >= NSYM)
         return slots[index - NSYM].fn;
     if (!real[index]) {
@@ -211,7 +230,10 @@ static const struct { const char *uuid, *name; int wrap; } known[] = {
 };
 
 /* Copies of wrapped tables live here, inside this library. */
-static void *copies[64][64];
+/* A copy holds TABLE_WORDS words: the chained sub-tables of f8cff951 run
+ * past 64 (words beyond a table's end are copied too, harmlessly). */
+#define TABLE_WORDS 512
+static void *copies[64][TABLE_WORDS];
 static int ncopies;
 static pthread_mutex_t wrap_mu = PTHREAD_MUTEX_INITIALIZER;
 struct wrapped { const void *orig; void *copy; };
@@ -235,9 +257,9 @@ static void dump_and_wrap(const void **ptable, const unsigned char *id)
     const uint64_t *t = *ptable;
     char line[4096];
     int n = snprintf(line, sizeof line, "table %s %s at %p:", name, u, (const void *)t);
-    uint64_t words[64];
+    uint64_t words[TABLE_WORDS];
     int nw = 0;
-    for (; nw < 64; nw++) {
+    for (; nw < TABLE_WORDS; nw++) {
         if (!safe_read((uint64_t)(uintptr_t)(t + nw), &words[nw], 8))
             break;
         uint64_t v = words[nw];
@@ -270,7 +292,7 @@ static void dump_and_wrap(const void **ptable, const unsigned char *id)
                 slots[nslots].table = name;
                 slots[nslots].index = i;
                 slots[nslots].fn = (void *)(uintptr_t)words[i];
-                c[i] = rt_slot_tramp[nslots];
+                c[i] = rt_slot_tramp(nslots);
                 nslots++;
             }
         }
@@ -282,12 +304,52 @@ static void dump_and_wrap(const void **ptable, const unsigned char *id)
     pthread_mutex_unlock(&wrap_mu);
 }
 
+/* wrap_proc replaces the function cuGetProcAddress returned through pfn for
+ * symbol sym with a logging trampoline. */
+static void wrap_proc(void **pfn, uint64_t sym)
+{
+    if (!pfn || !*pfn)
+        return;
+    Dl_info di;
+    if (dladdr(*pfn, &di) && di.dli_sname && di.dli_saddr == *pfn) {
+        int i = sym_index(di.dli_sname);
+        if (i >= 0) {
+            *pfn = rt_tramp[i];
+            return;
+        }
+    }
+    char want[64];
+    int k = 0;
+    while (k < (int)sizeof want - 1 && safe_read(sym + k, &want[k], 1) && want[k])
+        k++;
+    want[k] = 0;
+    if (k == 0)
+        return;
+    pthread_mutex_lock(&dyn_mu);
+    int found = -1;
+    for (int j = 0; j < ndyns && found < 0; j++)
+        if (dyns[j].fn == *pfn && !strcmp(dyns[j].name, want))
+            found = j;
+    if (found < 0 && ndyns < NDYN) {
+        found = ndyns++;
+        memcpy(dyns[found].name, want, (size_t)k + 1);
+        dyns[found].fn = *pfn;
+    } else if (found < 0) {
+        static int warned;
+        if (!warned++)
+            logf_("reftrace: more than %d entry points handed out; later ones are not logged\n", NDYN);
+    }
+    pthread_mutex_unlock(&dyn_mu);
+    if (found >= 0)
+        *pfn = rt_dyn_tramp(found);
+}
+
 __attribute__((used)) void *rt_exit(uint64_t result)
 {
     struct frame *f = &frames[--depth];
     int tid = (int)syscall(SYS_gettid);
     char rb[32];
-    if (f->index >= NSYM) {
+    if (f->index >= NSYM && f->index < NSYM + NSLOT) {
         int s = f->index - NSYM;
         logf_("T%d %*sslot %s[%d](%#llx, %#llx, %#llx, %#llx, %#llx, %#llx) = %#llx\n", tid, 2 * depth, "",
               slots[s].table, slots[s].index, (unsigned long long)f->a[0], (unsigned long long)f->a[1],
@@ -295,17 +357,10 @@ __attribute__((used)) void *rt_exit(uint64_t result)
               (unsigned long long)f->a[5], (unsigned long long)result);
         return f->ret;
     }
-    const char *name = names[f->index];
+    const char *name = f->index >= NSYM + NSLOT ? dyns[f->index - NSYM - NSLOT].name : names[f->index];
     int ok = (uint32_t)result == 0;
-    if (ok && (!strcmp(name, "cuGetProcAddress") || !strcmp(name, "cuGetProcAddress_v2"))) {
-        void **pfn = (void **)(uintptr_t)f->a[1];
-        Dl_info di;
-        if (pfn && *pfn && dladdr(*pfn, &di) && di.dli_sname && di.dli_saddr == *pfn) {
-            int i = sym_index(di.dli_sname);
-            if (i >= 0)
-                *pfn = rt_tramp[i];
-        }
-    }
+    if (ok && (!strcmp(name, "cuGetProcAddress") || !strcmp(name, "cuGetProcAddress_v2")))
+        wrap_proc((void **)(uintptr_t)f->a[1], f->a[0]);
     if (ok && !strcmp(name, "cuGetExportTable") && f->a[0] && f->a[1])
         dump_and_wrap((const void **)(uintptr_t)f->a[0], (const unsigned char *)(uintptr_t)f->a[1]);
     char args[1024];
@@ -374,17 +429,22 @@ C
 echo '__asm__(".text\n"'
 awk '{printf "    \".globl %s\\n.type %s, @function\\n.p2align 4\\n%s:\\nmovl $%d, %%r11d\\njmp rt_common\\n\"\n", $1, $1, $1, NR-1}' "$OUT/reftrace.syms"
 echo ');'
-# Trampolines for export-table slots.
+# Trampolines for export-table slots and for the entry points
+# cuGetProcAddress hands out that are not exported: 16 bytes each (a 6-byte
+# movl and a 5-byte jmp, aligned), from rt_slot_base and rt_dyn_base.
 echo '__asm__(".text\n"'
+echo '    ".p2align 4\nrt_slot_base:\n"'
 for ((k = 0; k < SLOTS; k++)); do
-    printf '    ".p2align 4\\nrt_slot_%d:\\nmovl $%d, %%r11d\\njmp rt_common\\n"\n' $k $((N + k))
+    printf '    ".p2align 4\\nmovl $%d, %%r11d\\njmp rt_common\\n"\n' $((N + k))
+done
+echo '    ".p2align 4\nrt_dyn_base:\n"'
+for ((k = 0; k < DYN; k++)); do
+    printf '    ".p2align 4\\nmovl $%d, %%r11d\\njmp rt_common\\n"\n' $((N + SLOTS + k))
 done
 echo ');'
 awk '{printf "extern char %s[];\n", $1}' "$OUT/reftrace.syms" | sed 's/^extern char \(.*\)\[\];/void \1(void);/'
-for ((k = 0; k < SLOTS; k++)); do echo "extern char rt_slot_$k[] __attribute__((visibility(\"hidden\")));"; done
 echo '__attribute__((constructor(101))) static void rt_tables(void) {'
 awk '{printf "    rt_tramp[%d] = (void *)%s;\n", NR-1, $1}' "$OUT/reftrace.syms"
-for ((k = 0; k < SLOTS; k++)); do echo "    rt_slot_tramp[$k] = rt_slot_$k;"; done
 echo '}'
 } > "$OUT/reftrace.c"
 gcc -O1 -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$OUT/libcuda.so.1" "$OUT/reftrace.c" -ldl -lpthread
