@@ -26,6 +26,9 @@ type facts struct {
 	// proven are the shared accesses the range analysis proved in bounds
 	// (ranges.go): statically, or in the fast variant under its entry check.
 	proven map[*ptx.Instruction]bool
+	// inLoop are the instructions that may run more than once per call
+	// (an over-approximation: everything when the flow is not resolved).
+	inLoop map[*ptx.Instruction]bool
 }
 
 // hoisted is a register whose accesses are checked at its definition: one
@@ -171,6 +174,19 @@ func analyze(r *fnRewriter) *facts {
 		return f
 	}
 	cfg := buildFlow(nodes)
+	f.inLoop = map[*ptx.Instruction]bool{}
+	if cfg.unresolved {
+		for _, n := range nodes {
+			f.inLoop[n.in] = true
+		}
+	} else {
+		loops := cfg.loopBlocks()
+		for i, n := range nodes {
+			if loops[cfg.block[i]] {
+				f.inLoop[n.in] = true
+			}
+		}
+	}
 
 	// Definitions and declarations.
 	defs := map[string][]int{}
@@ -551,6 +567,25 @@ func (fl *flow) dominates(d, u int) bool {
 		}
 	}
 	return false
+}
+
+// loopBlocks marks the blocks that may lie on a cycle, roughly: those
+// between a back edge's head and its source in reverse postorder.
+func (fl *flow) loopBlocks() []bool {
+	nb := len(fl.start)
+	in := make([]bool, nb)
+	for b := 0; b < nb; b++ {
+		for _, s := range fl.succ[b] {
+			if fl.rpo[b] >= 0 && fl.rpo[s] >= 0 && fl.rpo[s] <= fl.rpo[b] {
+				for x := 0; x < nb; x++ {
+					if fl.rpo[x] >= fl.rpo[s] && fl.rpo[x] <= fl.rpo[b] {
+						in[x] = true
+					}
+				}
+			}
+		}
+	}
+	return in
 }
 
 func containsInt(xs []int, x int) bool {

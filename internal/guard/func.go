@@ -456,7 +456,10 @@ func (r *fnRewriter) finish() {
 			add(ins("mov.b64", r.a, r.lo))
 		}
 	}
-	pro = append(pro, r.entryCheck()...)
+	var late []ptx.Stmt
+	if r.variant != nil {
+		pro, late = r.splitPrologue(pro)
+	}
 	var decls []ptx.Stmt
 	for _, d := range []struct {
 		n int
@@ -475,12 +478,69 @@ func (r *fnRewriter) finish() {
 		}
 		at++
 	}
-	out := make([]ptx.Stmt, 0, len(body)+len(decls)+len(pro))
+	out := make([]ptx.Stmt, 0, len(body)+len(decls)+len(pro)+len(late))
 	out = append(out, decls...)
 	out = append(out, body[:at]...)
 	out = append(out, pro...)
-	out = append(out, body[at:]...)
+	for _, s := range body[at:] {
+		out = append(out, s)
+		if l, ok := s.(*ptx.Label); ok && r.variant != nil && l.Name == r.variant.label {
+			out = append(out, late...)
+		}
+	}
 	r.f.Body.Stmts = out
+}
+
+// splitPrologue appends the entry check to the prologue of a kernel with
+// two variants and moves the values only the checked variant uses (the
+// shared bounds of its checks) past the branch, so the fast variant does
+// not compute them.
+func (r *fnRewriter) splitPrologue(pro []ptx.Stmt) (early, late []ptx.Stmt) {
+	used := map[string]bool{}
+	note := func(n ptx.Node) {
+		ptx.Inspect(n, func(x ptx.Node) bool {
+			if rg, ok := x.(*ptx.Reg); ok {
+				used[rg.Name] = true
+			}
+			return true
+		})
+	}
+	for _, s := range r.f.Body.Stmts {
+		if l, ok := s.(*ptx.Label); ok && l.Name == r.variant.label {
+			break
+		}
+		if _, ok := s.(*ptx.Var); !ok {
+			note(s)
+		}
+	}
+	check := r.entryCheck()
+	for _, s := range check {
+		note(s)
+	}
+	keep := make([]bool, len(pro))
+	for i := len(pro) - 1; i >= 0; i-- {
+		in, ok := pro[i].(*ptx.Instruction)
+		if !ok {
+			keep[i] = true
+			continue
+		}
+		for _, d := range defsOf(in) {
+			keep[i] = keep[i] || used[d]
+		}
+		if keep[i] {
+			for _, o := range in.Operands[1:] {
+				note(o)
+			}
+		}
+	}
+	for i, s := range pro {
+		if keep[i] {
+			early = append(early, s)
+		} else {
+			late = append(late, s)
+		}
+	}
+	return append(early, check...), late
 }
 
 // rangeOf computes [lo, lo+size) covering the variables vs: their lowest

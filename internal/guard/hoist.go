@@ -150,10 +150,7 @@ func (r *fnRewriter) hoistedUse(in *ptx.Instruction, h *hoisted) []ptx.Stmt {
 			out = append(out, r.record(addr, h.bits == 32, window, &ptx.Guard{Reg: set, Negated: true})...)
 			r.cache[key] = cached{}
 		}
-		// A suppressed load's destination is zeroed here too: left as it
-		// was, it would carry the previous iteration's value into this one
-		// (a predicated write ptxas must order after the last), serialising
-		// a loop's loads (reduce_sum lost 28%).
+		// A suppressed load's destination is zeroed here too (in loops: see zero).
 		out = append(out, r.zero(in, &ptx.Guard{Reg: set, Negated: true})...)
 		in.Guard = &ptx.Guard{Reg: set}
 		return append(out, in)

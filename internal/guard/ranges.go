@@ -1113,19 +1113,7 @@ func analyzeRanges(r *fnRewriter) *rangeResult {
 		in = narrow
 	}
 
-	// Loops, roughly: blocks between a back edge's head and its source.
-	inLoop := make([]bool, nb)
-	for b := 0; b < nb; b++ {
-		for _, s := range fl.succ[b] {
-			if fl.rpo[b] >= 0 && fl.rpo[s] >= 0 && fl.rpo[s] <= fl.rpo[b] {
-				for x := 0; x < nb; x++ {
-					if fl.rpo[x] >= fl.rpo[s] && fl.rpo[x] <= fl.rpo[b] {
-						inLoop[x] = true
-					}
-				}
-			}
-		}
-	}
+	inLoop := fl.loopBlocks()
 
 	res := &rangeResult{ra: ra, static: map[*ptx.Instruction]bool{}, shape: map[*ptx.Instruction]bool{}}
 	for _, b := range order {
