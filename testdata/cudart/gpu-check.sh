@@ -283,7 +283,7 @@ if python3 -c 'import cupy' 2> /dev/null; then
     export PYTHONPATH=$ROOT/testdata/cupy${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
     export CUPY_COMPILE_WITH_PTX=1 CUPY_CACHE_DIR=$W/cupy-cache
     failed=()
-    for s in elementwise reduction matmul; do
+    for s in elementwise reduction matmul random_numbers; do
         [ $SECONDS -lt $((BUDGET - 60)) ] || { say "SKIP cupy_$s: the run is near its budget of $BUDGET s"; continue; }
         compare "cupy_$s" "$ROOT/testdata/cupy" python3 "$s.py" || failed+=("$s")
     done
