@@ -61,6 +61,9 @@ type SwapEvent struct {
 	// memory that the swap store did not have ready (0 when it had).
 	Pin    time.Duration
 	Pinned uint64
+	// Quiesce is, for a SwapOut, how long it waited for the work of the
+	// sessions whose windows map the chunk to stop (Options.Quiesce).
+	Quiesce time.Duration
 	// Evicted is, for a Resident pass, the bytes evicted to make room.
 	Evicted uint64
 	// CopyIn is, for a Resident pass, the device time of its copies back
@@ -350,10 +353,12 @@ func (m *Manager) evictSlab(w *Window, r *region) (SwapEvent, error) {
 		}
 		return SwapEvent{}, errDropped
 	}
+	qstart := time.Now()
 	resume, err := w.quiesce()
 	if err != nil {
 		return SwapEvent{}, err
 	}
+	quiesced := time.Since(qstart)
 	slot, err := m.copyOut(w.ptr(r.start), r.ch.size)
 	if err != nil {
 		resume()
@@ -369,7 +374,7 @@ func (m *Manager) evictSlab(w *Window, r *region) (SwapEvent, error) {
 	r.ch.c = nil
 	r.ch.slot.Store(slot)
 	m.dropPhysical(old, r.ch)
-	return SwapEvent{Tenant: w.t.name, Window: w.id, Ptr: w.ptr(r.start), Bytes: r.ch.size, Windows: []*Window{w}}, nil
+	return SwapEvent{Tenant: w.t.name, Window: w.id, Ptr: w.ptr(r.start), Bytes: r.ch.size, Windows: []*Window{w}, Quiesce: quiesced}, nil
 }
 
 // mapping is one place a chunk is mapped.
@@ -408,13 +413,16 @@ func (m *Manager) evictShared(src *Allocation) (SwapEvent, error) {
 			}
 		}
 	}
+	var quiesced time.Duration
 	for i, mp := range maps {
 		mp.w.mu.Lock()
 		var err error
 		if mp.w.closing || mp.w.broken != nil || mp.r.evicted {
 			err = errGone
 		} else {
+			qstart := time.Now()
 			resumes[i], err = mp.w.quiesce()
+			quiesced += time.Since(qstart)
 		}
 		mp.w.mu.Unlock()
 		if err != nil {
@@ -458,7 +466,7 @@ func (m *Manager) evictShared(src *Allocation) (SwapEvent, error) {
 	ch.c = nil
 	ch.slot.Store(slot)
 	m.dropPhysical(old, ch)
-	ev := SwapEvent{Tenant: owner.w.t.name, Window: owner.w.id, Ptr: owner.w.ptr(owner.r.start), Bytes: ch.size}
+	ev := SwapEvent{Tenant: owner.w.t.name, Window: owner.w.id, Ptr: owner.w.ptr(owner.r.start), Bytes: ch.size, Quiesce: quiesced}
 	for _, mp := range maps {
 		ev.Windows = append(ev.Windows, mp.w)
 	}
@@ -466,8 +474,8 @@ func (m *Manager) evictShared(src *Allocation) (SwapEvent, error) {
 }
 
 // copyOut copies size bytes at ptr to a new swap slot and waits for it: the
-// whole chunk is enqueued on the eviction stream, piece after piece, and
-// waited for once. It records the copy's device time in m.lastCopy and the
+// whole chunk is enqueued on the eviction stream, run after run of the
+// slot's blocks, and waited for once. It records the copy's device time in m.lastCopy and the
 // pinning it needed in m.lastPin and m.lastPinned. Caller holds m.evictMu.
 func (m *Manager) copyOut(ptr backend.DevicePtr, size uint64) (*swapSlot, error) {
 	m.lastCopy, m.lastPin, m.lastPinned = 0, 0, 0
@@ -503,12 +511,11 @@ func (m *Manager) copyOut(ptr backend.DevicePtr, size uint64) (*swapSlot, error)
 	start := time.Now()
 	if err == nil {
 		var off uint64
-		for _, p := range slot.pieces {
-			n := min(uint64(len(p.Bytes())), size-off)
-			if err = out.CopyDtoH(p.Bytes()[:n], ptr+backend.DevicePtr(off)); err != nil {
+		for _, b := range slot.buffers() {
+			if err = out.CopyDtoH(b, ptr+backend.DevicePtr(off)); err != nil {
 				break
 			}
-			off += n
+			off += uint64(len(b))
 		}
 	}
 	if err == nil && timing[1] != nil && out.Record(timing[1]) != nil {
@@ -714,12 +721,11 @@ func (m *Manager) copyIn(slot *swapSlot, ptr backend.DevicePtr) error {
 		}
 	}
 	var off uint64
-	for _, p := range slot.pieces {
-		n := min(uint64(len(p.Bytes())), slot.size-off)
-		if err := in.CopyHtoD(ptr+backend.DevicePtr(off), p.Bytes()[:n]); err != nil {
+	for _, b := range slot.buffers() {
+		if err := in.CopyHtoD(ptr+backend.DevicePtr(off), b); err != nil {
 			return fmt.Errorf("copy %d bytes back to %#x: %w", slot.size, uint64(ptr), err)
 		}
-		off += n
+		off += uint64(len(b))
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package mem
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -15,30 +14,35 @@ import (
 // a chunk larger than this is held in several.
 const defaultSwapPiece = 64 << 20
 
-// swapStore is the pinned host memory that holds evicted chunks. Buffers are
-// allocated with the device's AllocHost (page-locked, so copies to and from
-// them are asynchronous DMA) in pieces of at most piece bytes and kept, by
-// size, for the next eviction: a steady state of swapping pins nothing new.
-// Everything it holds, in use or kept, counts against limit.
+// swapStore is the pinned host memory that holds evicted chunks. Buffers
+// ("pieces") are allocated with the device's AllocHost (page-locked, so
+// copies to and from them are asynchronous DMA), at most piece bytes each,
+// and carved into blocks of unit bytes (the device granularity, which every
+// chunk is a multiple of): a slot is a list of runs of free blocks, first
+// fit, so a chunk of any size uses kept memory and a large chunk copies in
+// few runs. Pieces are kept for the next eviction: a steady state of
+// swapping pins nothing new. Everything it holds counts against limit.
 //
 // Pinning costs far more than the copy it serves (cuMemHostAlloc pins about
 // 2 GB/s on an H100 host; the copy runs at about 55 GB/s), so the store pins
 // ahead, on a goroutine of its own: reserve bytes from the start, and once
-// evictions have begun, enough full pieces that ahead bytes are kept free.
-// An eviction that finds no free buffer still pins its own (and reports how
-// long that took).
+// evictions have begun, enough pieces that ahead bytes are kept free. An
+// eviction that finds too little free still pins what it lacks (and reports
+// how long that took).
 type swapStore struct {
 	dev     backend.Device
 	piece   uint64
+	unit    uint64
 	limit   uint64
 	reserve uint64 // pin ahead until this much is held
-	ahead   uint64 // under pressure, keep this much free in full pieces
+	ahead   uint64 // under pressure, keep this much free
 
-	mu   sync.Mutex
-	cond sync.Cond // broadcast when a background pin ends
-	free map[uint64][]backend.HostMemory
-	held uint64 // bytes of host buffers allocated: in slots, kept, being pinned
-	used uint64 // bytes in slots
+	mu     sync.Mutex
+	cond   sync.Cond // broadcast when a background pin ends
+	pieces []*hostPiece
+	held   uint64 // bytes of pieces: allocated or being pinned
+	free   uint64 // bytes of free blocks
+	used   uint64 // bytes in slots (their chunks' sizes)
 
 	pressure bool   // evictions happened since the last trim: pin ahead
 	pinning  bool   // the pinner goroutine runs
@@ -51,11 +55,40 @@ type swapStore struct {
 	limitWaits  int // allocs that waited for a piece pinned ahead (for tests)
 }
 
-// swapSlot is where one evicted chunk's data lives: size bytes in pieces, in
-// address order.
+// hostPiece is one pinned host buffer and which of its blocks are taken.
+type hostPiece struct {
+	hm    backend.HostMemory
+	taken []bool // per block
+	nfree int
+}
+
+// swapRun is blocks [first, first+n) of a piece.
+type swapRun struct {
+	p     *hostPiece
+	first int
+	n     int
+}
+
+// swapSlot is where one evicted chunk's data lives: size bytes in runs of
+// blocks, in address order.
 type swapSlot struct {
-	pieces []backend.HostMemory
-	size   uint64
+	runs []swapRun
+	size uint64
+	unit uint64
+}
+
+// buffers returns the host memory of the slot's runs, in order, cut to size
+// bytes in all.
+func (sl *swapSlot) buffers() [][]byte {
+	out := make([][]byte, 0, len(sl.runs))
+	left := sl.size
+	for _, r := range sl.runs {
+		b := r.p.hm.Bytes()[uint64(r.first)*sl.unit : uint64(r.first+r.n)*sl.unit]
+		n := min(uint64(len(b)), left)
+		out = append(out, b[:n])
+		left -= n
+	}
+	return out
 }
 
 func newSwapStore(dev backend.Device, piece, limit, reserve, ahead, gran uint64) *swapStore {
@@ -63,8 +96,7 @@ func newSwapStore(dev backend.Device, piece, limit, reserve, ahead, gran uint64)
 		piece = defaultSwapPiece
 	}
 	piece = max(roundUp(piece, gran), gran)
-	s := &swapStore{dev: dev, piece: piece, limit: limit, free: map[uint64][]backend.HostMemory{},
-		reserve: min(reserve, limit), ahead: min(ahead, limit)}
+	s := &swapStore{dev: dev, piece: piece, unit: gran, limit: limit, reserve: min(reserve, limit), ahead: min(ahead, limit)}
 	s.cond.L = &s.mu
 	s.mu.Lock()
 	s.kickLocked()
@@ -72,122 +104,138 @@ func newSwapStore(dev backend.Device, piece, limit, reserve, ahead, gran uint64)
 	return s
 }
 
-// pieceSizes splits size into the piece sizes of its slot: full pieces, then
-// the remainder.
-func (s *swapStore) pieceSizes(size uint64) []uint64 {
-	var out []uint64
-	for size > 0 {
-		n := min(size, s.piece)
-		out = append(out, n)
-		size -= n
-	}
-	return out
-}
+// blocks is the number of blocks that hold n bytes.
+func (s *swapStore) blocks(n uint64) uint64 { return (n + s.unit - 1) / s.unit }
 
-// ready reports whether kept buffers hold size bytes, so alloc would pin
-// nothing (a remainder may use a full piece).
+// ready reports whether free blocks hold size bytes, so alloc would pin nothing.
 func (s *swapStore) ready(size uint64) bool {
-	full, rest := size/s.piece, size%s.piece
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if rest > 0 && len(s.free[rest]) == 0 {
-		full++
-	}
-	return uint64(len(s.free[s.piece])) >= full
+	return s.free >= s.blocks(size)*s.unit
 }
 
-// alloc returns a slot for size bytes: kept buffers first (a remainder takes
-// a kept buffer of its size, else a full piece), then new ones (after
-// dropping kept buffers of other sizes if the limit requires it). It reports
+// alloc returns a slot for size bytes: free blocks first, then new pieces for
+// the rest (while a piece being pinned ahead stands in the way of the limit,
+// it waits for it). It reports
 // the bytes it had to pin and how long that took.
 func (s *swapStore) alloc(size uint64) (slot *swapSlot, pinned uint64, pinTime time.Duration, err error) {
-	sizes := s.pieceSizes(size)
-	slot = &swapSlot{size: size}
-	var fresh []uint64 // sizes to allocate
-	var drop []backend.HostMemory
+	need := s.blocks(size) * s.unit
+	slot = &swapSlot{size: size, unit: s.unit}
 	s.mu.Lock()
 	for {
 		if s.closed {
 			s.mu.Unlock()
 			return nil, 0, 0, ErrClosed
 		}
-		fresh = fresh[:0]
-		for _, n := range sizes {
-			if l := s.free[n]; len(l) > 0 {
-				slot.pieces = append(slot.pieces, l[len(l)-1])
-				s.free[n] = l[:len(l)-1]
-				continue
-			}
-			if l := s.free[s.piece]; n < s.piece && len(l) > 0 {
-				slot.pieces = append(slot.pieces, l[len(l)-1])
-				s.free[s.piece] = l[:len(l)-1]
-				continue
-			}
-			fresh = append(fresh, n)
-		}
-		var need uint64
-		for _, n := range fresh {
-			need += n
-		}
-		if s.held+need > s.limit {
-			drop = append(drop, s.trimLocked(s.held+need-s.limit)...)
-		}
-		if s.held+need <= s.limit && s.held+need >= s.held {
-			pinned = need
+		// Every free block serves, so dropping free pieces to make room
+		// would never help.
+		lack := need - min(need, s.free)
+		if s.held+lack <= s.limit && s.held+lack >= s.held {
+			pinned = lack
 			break
 		}
-		s.putLocked(slot.pieces) // give back what was taken
-		slot.pieces = nil
 		if s.inflight > 0 {
 			// A piece being pinned ahead counts against the limit: wait for
-			// it, then it is a kept buffer.
+			// it, then it is free blocks.
 			s.limitWaits++
 			s.cond.Wait()
 			continue
 		}
 		held := s.held
 		s.mu.Unlock()
-		freeHost(drop)
-		return nil, 0, 0, fmt.Errorf("host swap space: %d bytes more with %d held would pass the limit of %d: %w", need, held, s.limit, ErrOutOfMemory)
+		return nil, 0, 0, fmt.Errorf("host swap space: %d bytes more with %d held would pass the limit of %d: %w", lack, held, s.limit, ErrOutOfMemory)
 	}
 	s.held += pinned // reserved while AllocHost runs
+	s.takeLocked(slot, need-pinned)
 	s.used += size
 	s.mu.Unlock()
-	freeHost(drop)
 
-	start := time.Now()
-	var errs []error
-	for _, n := range fresh {
-		hm, err := s.pin(n)
-		if err != nil {
-			errs = append(errs, err)
-			s.mu.Lock()
-			s.held -= n
-			s.mu.Unlock()
-			continue
+	if pinned > 0 {
+		start := time.Now()
+		var fresh []*hostPiece
+		var errs []error
+		for left := pinned; left > 0; {
+			n := min(left, s.piece)
+			left -= n
+			p, err := s.pin(n)
+			if err != nil {
+				errs = append(errs, err)
+				s.mu.Lock()
+				s.held -= n
+				s.mu.Unlock()
+				continue
+			}
+			fresh = append(fresh, p)
 		}
-		slot.pieces = append(slot.pieces, hm)
-	}
-	if len(fresh) > 0 {
 		pinTime = time.Since(start)
-	}
-	if len(errs) > 0 {
 		s.mu.Lock()
-		s.used -= size
-		s.putLocked(slot.pieces)
+		for _, p := range fresh {
+			s.addLocked(p)
+		}
+		if len(errs) > 0 {
+			s.used -= size
+			s.releaseLocked(slot)
+			s.mu.Unlock()
+			return nil, 0, 0, errors.Join(errs...)
+		}
+		s.takeLocked(slot, pinned)
 		s.mu.Unlock()
-		return nil, 0, 0, errors.Join(errs...)
 	}
-	// The pieces must be in copy order: every piece but the last covers a full
-	// piece of the chunk, so order by size, largest first.
-	slices.SortStableFunc(slot.pieces, func(a, b backend.HostMemory) int {
-		return -cmpLen(a, b)
-	})
 	return slot, pinned, pinTime, nil
 }
 
-// pin allocates n bytes of pinned host memory.
-func (s *swapStore) pin(n uint64) (backend.HostMemory, error) {
+// takeLocked appends runs of free blocks holding n bytes to slot, first fit
+// over the pieces in order; the free blocks must be there. Caller holds s.mu.
+func (s *swapStore) takeLocked(slot *swapSlot, n uint64) {
+	want := int(s.blocks(n))
+	for _, p := range s.pieces {
+		for i := 0; want > 0 && p.nfree > 0 && i < len(p.taken); {
+			if p.taken[i] {
+				i++
+				continue
+			}
+			j := i
+			for j < len(p.taken) && !p.taken[j] && j-i < want {
+				p.taken[j] = true
+				j++
+			}
+			k := j - i
+			p.nfree -= k
+			want -= k
+			s.free -= uint64(k) * s.unit
+			if l := len(slot.runs); l > 0 && slot.runs[l-1].p == p && slot.runs[l-1].first+slot.runs[l-1].n == i {
+				slot.runs[l-1].n += k
+			} else {
+				slot.runs = append(slot.runs, swapRun{p: p, first: i, n: k})
+			}
+			i = j
+		}
+		if want == 0 {
+			return
+		}
+	}
+}
+
+// addLocked adds a pinned piece, all of it free. Caller holds s.mu.
+func (s *swapStore) addLocked(p *hostPiece) {
+	s.pieces = append(s.pieces, p)
+	s.free += uint64(len(p.taken)) * s.unit
+}
+
+// releaseLocked frees a slot's blocks. Caller holds s.mu.
+func (s *swapStore) releaseLocked(slot *swapSlot) {
+	for _, r := range slot.runs {
+		for i := r.first; i < r.first+r.n; i++ {
+			r.p.taken[i] = false
+		}
+		r.p.nfree += r.n
+		s.free += uint64(r.n) * s.unit
+	}
+	slot.runs = nil
+}
+
+// pin allocates a piece of n bytes (a multiple of the unit) of pinned host memory.
+func (s *swapStore) pin(n uint64) (*hostPiece, error) {
 	hm, err := s.dev.AllocHost(int(n))
 	if err == nil && uint64(len(hm.Bytes())) < n {
 		err = fmt.Errorf("backend returned %d bytes for %d: %w", len(hm.Bytes()), n, ErrInvalidArgument)
@@ -196,7 +244,8 @@ func (s *swapStore) pin(n uint64) (backend.HostMemory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("allocate %d bytes of pinned host memory: %w", n, err)
 	}
-	return hm, nil
+	blocks := int(n / s.unit)
+	return &hostPiece{hm: hm, taken: make([]bool, blocks), nfree: blocks}, nil
 }
 
 // evicting records that the device is short (an eviction needs host memory),
@@ -208,39 +257,51 @@ func (s *swapStore) evicting() {
 	s.kickLocked()
 }
 
-// wantLocked reports whether the pinner should pin another piece. Caller
-// holds s.mu.
-func (s *swapStore) wantLocked() bool {
-	if s.closed || s.stopped || s.held+s.piece > s.limit || s.held+s.piece < s.held {
-		return false
+// aheadPieceLocked returns the size of the next piece to pin ahead, or 0 if
+// the store wants none now. Caller holds s.mu.
+func (s *swapStore) aheadPieceLocked() uint64 {
+	if s.closed || s.stopped || s.held >= s.limit {
+		return 0
 	}
+	var want uint64
 	if s.held < s.reserve {
-		return true
+		want = s.reserve - s.held
 	}
-	return s.pressure && uint64(len(s.free[s.piece]))*s.piece+s.inflight < s.ahead
+	if s.pressure && s.free+s.inflight < s.ahead {
+		want = max(want, s.ahead-s.free-s.inflight)
+	}
+	if want == 0 {
+		return 0
+	}
+	// Whole pieces, as far as the limit allows.
+	n := min(s.piece, s.limit-s.held)
+	return n / s.unit * s.unit
 }
 
 // kickLocked starts the pinner unless it runs or has nothing to do. Caller
 // holds s.mu.
 func (s *swapStore) kickLocked() {
-	if s.pinning || !s.wantLocked() {
+	if s.pinning || s.aheadPieceLocked() == 0 {
 		return
 	}
 	s.pinning = true
 	go s.pinAhead()
 }
 
-// pinAhead pins full pieces while the store wants them. On an error it stops
+// pinAhead pins pieces while the store wants them. On an error it stops
 // pinning ahead until the next eviction, rather than trying again and again.
 func (s *swapStore) pinAhead() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.wantLocked() {
-		n := s.piece
+	for {
+		n := s.aheadPieceLocked()
+		if n == 0 {
+			break
+		}
 		s.held += n
 		s.inflight += n
 		s.mu.Unlock()
-		hm, err := s.pin(n)
+		p, err := s.pin(n)
 		s.mu.Lock()
 		s.inflight -= n
 		if err != nil {
@@ -249,7 +310,7 @@ func (s *swapStore) pinAhead() {
 			s.pressure = false
 			break
 		}
-		s.free[n] = append(s.free[n], hm)
+		s.addLocked(p)
 		s.pinnedAhead += n
 		s.cond.Broadcast()
 	}
@@ -266,63 +327,49 @@ func (s *swapStore) stopPinningLocked() {
 	}
 }
 
-func cmpLen(a, b backend.HostMemory) int {
-	la, lb := len(a.Bytes()), len(b.Bytes())
-	switch {
-	case la < lb:
-		return -1
-	case la > lb:
-		return 1
-	}
-	return 0
-}
-
-// release gives a slot's buffers back for reuse.
+// release gives a slot's blocks back for reuse.
 func (s *swapStore) release(slot *swapSlot) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.used -= slot.size
-	s.putLocked(slot.pieces)
-	s.mu.Unlock()
-	slot.pieces = nil
+	s.releaseLocked(slot)
 }
 
-// putLocked keeps buffers for reuse. Caller holds s.mu.
-func (s *swapStore) putLocked(ps []backend.HostMemory) {
-	for _, p := range ps {
-		n := uint64(len(p.Bytes()))
-		s.free[n] = append(s.free[n], p)
-	}
-}
-
-// trimLocked takes kept buffers off the books until at least need bytes are
-// dropped (or none are kept) and returns them to be freed. Caller holds s.mu.
-func (s *swapStore) trimLocked(need uint64) []backend.HostMemory {
+// dropFreePiecesLocked takes wholly free pieces off the books until at least
+// need bytes are dropped (or none is left) and returns their memory to be
+// freed. Caller holds s.mu.
+func (s *swapStore) dropFreePiecesLocked(need uint64) []backend.HostMemory {
 	var out []backend.HostMemory
 	var dropped uint64
-	for n, l := range s.free {
-		for len(l) > 0 && dropped < need {
-			out = append(out, l[len(l)-1])
-			l = l[:len(l)-1]
+	keep := s.pieces[:0]
+	for _, p := range s.pieces {
+		if dropped < need && p.nfree == len(p.taken) {
+			n := uint64(len(p.taken)) * s.unit
+			out = append(out, p.hm)
 			s.held -= n
+			s.free -= n
 			dropped += n
+			continue
 		}
-		s.free[n] = l
+		keep = append(keep, p)
 	}
+	clear(s.pieces[len(keep):])
+	s.pieces = keep
 	return out
 }
 
-// trim frees every kept buffer. Pinning ahead stops until the next eviction.
+// trim frees every wholly free piece. Pinning ahead stops until the next eviction.
 func (s *swapStore) trim() {
 	s.mu.Lock()
 	s.stopPinningLocked()
-	out := s.trimLocked(^uint64(0))
+	out := s.dropFreePiecesLocked(^uint64(0))
 	s.pressure = false
 	s.stopped = s.closed
 	s.mu.Unlock()
 	freeHost(out)
 }
 
-// close stops pinning for good and frees every kept buffer.
+// close stops pinning for good and frees every wholly free piece.
 func (s *swapStore) close() {
 	s.mu.Lock()
 	s.closed = true
@@ -333,15 +380,15 @@ func (s *swapStore) close() {
 
 // swapUsage is the store's accounting.
 type swapUsage struct {
-	used, held  uint64
-	pinnedAhead uint64
-	pinErr      error
+	used, held, free uint64
+	pinnedAhead      uint64
+	pinErr           error
 }
 
 func (s *swapStore) usage() swapUsage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return swapUsage{used: s.used, held: s.held, pinnedAhead: s.pinnedAhead, pinErr: s.pinErr}
+	return swapUsage{used: s.used, held: s.held, free: s.free, pinnedAhead: s.pinnedAhead, pinErr: s.pinErr}
 }
 
 func freeHost(ps []backend.HostMemory) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 
@@ -619,9 +620,10 @@ func (s *swapStore) idle() {
 }
 
 // The swap store pins nothing until evictions begin; then it keeps ahead
-// bytes of full pieces free, pinned in the background, so a slot takes kept
-// buffers (a remainder a full piece) and pins nothing; trim frees everything
-// and stops pinning until the next eviction.
+// bytes free, pinned in the background in pieces, which slots of any size
+// share block by block (a 3-granule chunk takes a piece and half of
+// another); what is still lacking is pinned by the alloc itself; trim frees
+// the pieces and stops pinning until the next eviction.
 func TestSwapStoreAhead(t *testing.T) {
 	dev := newFakeDevice(testGran, testTotal)
 	const piece = 2 * testGran
@@ -632,32 +634,72 @@ func TestSwapStoreAhead(t *testing.T) {
 	}
 	s.evicting()
 	s.idle()
-	if u := s.usage(); u.held != 4*testGran || u.pinnedAhead != 4*testGran {
-		t.Fatalf("under pressure: %d held, %d pinned ahead; want %d both", u.held, u.pinnedAhead, 4*testGran)
+	if u := s.usage(); u.held != 4*testGran || u.free != 4*testGran || u.pinnedAhead != 4*testGran {
+		t.Fatalf("under pressure: %+v; want %d held, free and pinned ahead", u, 4*testGran)
 	}
 	if !s.ready(3 * testGran) {
-		t.Error("not ready for 3 granules with two full pieces kept")
+		t.Error("not ready for 3 granules with 4 free")
 	}
 	if s.ready(5 * testGran) {
-		t.Error("ready for 5 granules with two full pieces kept")
+		t.Error("ready for 5 granules with 4 free")
 	}
-	slot, pinned, pinTime, err := s.alloc(3 * testGran)
+	lens := func(sl *swapSlot) []uint64 {
+		var out []uint64
+		for _, b := range sl.buffers() {
+			out = append(out, uint64(len(b))/testGran)
+		}
+		return out
+	}
+	three, pinned, pinTime, err := s.alloc(3 * testGran)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pinned != 0 || pinTime != 0 || len(slot.pieces) != 2 {
-		t.Errorf("slot of 3 granules: %d pieces, %d bytes pinned in %v; want 2 kept pieces, nothing pinned", len(slot.pieces), pinned, pinTime)
+	if got := lens(three); pinned != 0 || pinTime != 0 || !slices.Equal(got, []uint64{2, 1}) {
+		t.Errorf("slot of 3 granules: runs of %v granules, %d bytes pinned in %v; want runs [2 1] of kept pieces, nothing pinned", got, pinned, pinTime)
 	}
 	s.evicting()
 	s.idle()
-	if u := s.usage(); u.held != 8*testGran || u.used != 3*testGran {
-		t.Errorf("after refilling: %d held, %d used; want %d and %d", u.held, u.used, 8*testGran, 3*testGran)
+	if u := s.usage(); u.held != 8*testGran || u.free != 5*testGran || u.used != 3*testGran {
+		t.Errorf("after refilling: %+v; want 8 granules held, 5 free, 3 used", u)
 	}
-	s.release(slot)
+	five, pinned, _, err := s.alloc(5 * testGran)
+	if err != nil || pinned != 0 {
+		t.Fatalf("slot of 5 granules with 5 free: %d pinned, %v", pinned, err)
+	}
+	one, pinned, pinTime, err := s.alloc(testGran)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pinned != testGran || pinTime <= 0 {
+		t.Errorf("slot with nothing free: %d bytes pinned in %v; want one granule, timed", pinned, pinTime)
+	}
+	// The data of each slot is where its runs are: no two slots share a block.
+	for k, sl := range []*swapSlot{three, five, one} {
+		for _, b := range sl.buffers() {
+			for i := range b {
+				b[i] = byte(k + 1)
+			}
+		}
+	}
+	for k, sl := range []*swapSlot{three, five, one} {
+		var n uint64
+		for _, b := range sl.buffers() {
+			n += uint64(len(b))
+			if i := slices.IndexFunc(b, func(c byte) bool { return c != byte(k+1) }); i >= 0 {
+				t.Errorf("slot %d: byte %d overwritten by another slot", k, i)
+			}
+		}
+		if n != sl.size {
+			t.Errorf("slot %d: buffers of %d bytes, want %d", k, n, sl.size)
+		}
+	}
+	s.release(three)
+	s.release(five)
+	s.release(one)
 	s.trim()
 	s.idle()
-	if u := s.usage(); u.held != 0 || u.used != 0 || dev.counts().host != 0 {
-		t.Errorf("after trim: %d held, %d used, %d host bytes; want none", u.held, u.used, dev.counts().host)
+	if u := s.usage(); u.held != 0 || u.used != 0 || u.free != 0 || dev.counts().host != 0 {
+		t.Errorf("after trim: %+v, %d host bytes; want none", u, dev.counts().host)
 	}
 	s.close()
 	if _, _, _, err := s.alloc(testGran); !errors.Is(err, ErrClosed) {
