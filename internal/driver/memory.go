@@ -141,6 +141,7 @@ func (h *memHooks) onSwap(ev mem.SwapEvent) {
 		detail["copy_ns"] = ev.Copy.Nanoseconds() // device time of the copy
 		detail["pin_ns"] = ev.Pin.Nanoseconds()   // pinning host memory it had to do first
 		detail["pinned"] = ev.Pinned
+		detail["quiesce_ns"] = ev.Quiesce.Nanoseconds() // waiting for the victims' work to stop
 	case mem.Resident:
 		detail["evicted"] = ev.Evicted
 		detail["copy_in_ns"] = ev.CopyIn.Nanoseconds()
