@@ -87,6 +87,16 @@ func (r *fnRewriter) guardAccesses(in *ptx.Instruction, accs []access) ([]ptx.St
 		}
 		pc.pre = append(t.pre, pc.pre...)
 		pieces = append(pieces, pc)
+		// A 32-bit address with an offset: the access uses the sum the
+		// check computed. In [r+off] the sum may not wrap at 32 bits (the
+		// interpreter adds in 64), so r = 0xfffffff8, off 8 passes a check
+		// of (r+off) mod 2^32 = 0 and then reaches 2^32.
+		if a, ok := in.Operands[acc.op].(*ptx.Address); ok && t.bits == 32 && a.Offset != 0 {
+			if _, isReg := a.Base.(*ptx.Reg); isReg {
+				in.Operands[acc.op] = addr(t.ea, 0)
+				keyed = false
+			}
+		}
 	}
 	if len(pieces) == 0 {
 		return append(out, in), nil

@@ -65,6 +65,13 @@ func (r *fnRewriter) hoistCheck(h *hoisted) []ptx.Stmt {
 			ea = t
 		}
 		acc := access{space: h.space, width: c.width, align: c.align}
+		// The accesses use [reg+off]: with a positive offset from a 32-bit
+		// register, (reg+off) mod 2^32 may pass while reg+off itself
+		// (not wrapped, as the interpreter adds) is past 2^32. A register
+		// below 2^31 cannot wrap with offsets below 2^30.
+		if h.bits == 32 && c.off > 0 {
+			pc.cmps = append(pc.cmps, cmp{"lt", "u32", &ptx.Reg{Name: h.reg}, imm(1 << 31)})
+		}
 		switch h.space {
 		case spShared:
 			r.sharedSpan(&pc, ea, c.width, c.align)

@@ -1342,7 +1342,9 @@ func (ra *rangeAnalysis) proveAccess(in *ptx.Instruction, at int, st *rstate) (p
 		return proof{}, false
 	}
 	w := int64(acc.width)
-	lo := ra.combine(v.lo, ra.konst(a.Offset), 1, 1)
+	// The register's own integer must be its bits too (not below 0) when
+	// the offset is positive: [r+off] adds off to r's bits, unwrapped.
+	lo := ra.combine(v.lo, ra.konst(min(a.Offset, 0)), 1, 1)
 	hi := ra.combine(v.hi, ra.konst(a.Offset+w), 1, 1) // the end
 	if lo == nil || hi == nil || v.mod < w || modp(v.rem+a.Offset, w) != 0 {
 		return proof{}, false
