@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,12 +49,23 @@ type HotPath struct {
 	// InlineMax is the largest copy sent inline in its request; larger ones go
 	// through the staging area ($GPUOS_INLINE_MAX; default 256 KiB).
 	InlineMax int
-	// Copiers is how many goroutines copy one chunk into or out of the
-	// staging area ($GPUOS_STAGING_COPIERS; default 1).
+	// Copiers is how many goroutines copy a large copy's data into or out of
+	// the staging area at once, each its own chunks ($GPUOS_STAGING_COPIERS;
+	// default DefaultCopiers(); negative: one).
 	Copiers int
 }
 
 const defaultInlineMax = 256 << 10
+
+// DefaultCopiers is the default of HotPath.Copiers: half the CPUs, at most
+// 8. A copy from or to ordinary (pageable) memory is bound by this process's
+// memcpy into the page-locked staging area: one thread copies a few GB/s
+// (about 6 on the lent H100's host), the device's DMA more than 50, so the
+// copy scales with copiers until memory bandwidth runs out; half the CPUs
+// leave the rest to the application and the driver, and 8 reach the
+// bandwidth of a server's memory. One CPU, or two, copy with one: correct,
+// and no slower than before.
+func DefaultCopiers() int { return min(8, max(1, runtime.NumCPU()/2)) }
 
 func (h HotPath) withEnv() (HotPath, error) {
 	var err error
@@ -79,7 +91,12 @@ func (h HotPath) withEnv() (HotPath, error) {
 	if h.InlineMax == 0 {
 		h.InlineMax = defaultInlineMax
 	}
-	h.Copiers = max(h.Copiers, 1)
+	switch {
+	case h.Copiers == 0:
+		h.Copiers = DefaultCopiers()
+	case h.Copiers < 0:
+		h.Copiers = 1
+	}
 	if h.SubmitRing < 0 || h.CompleteRing < 0 || h.StagingChunk < 0 || h.InlineMax < 0 {
 		err = v1.Errorf(v1.CodeInvalidArgument, "negative hot path size in %+v", h)
 	}

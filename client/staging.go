@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/ring"
@@ -28,14 +29,23 @@ type stager struct {
 	next int        // where the search for a free slot starts
 }
 
-// tryAcquire takes a free slot and the generation to send with it.
-func (g *stager) tryAcquire() (slot int, gen uint32, ok bool) {
+// slots is a range of a staging area's slots, [lo, hi): a copy's workers
+// each take slots from their own range, so that none waits for a slot only
+// another can free.
+type slots struct{ lo, hi int }
+
+// tryAcquire takes a free slot in r and the generation to send with it.
+func (g *stager) tryAcquire(r slots) (slot int, gen uint32, ok bool) {
 	g.st.View(func(completed func(int) (uint32, bool)) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		n := len(g.gen)
+		n := r.hi - r.lo
+		start := g.next
+		if start < r.lo || start >= r.hi {
+			start = r.lo
+		}
 		for i := range n {
-			j := (g.next + i) % n
+			j := r.lo + (start-r.lo+i)%n
 			if g.busy[j] {
 				continue
 			}
@@ -44,7 +54,7 @@ func (g *stager) tryAcquire() (slot int, gen uint32, ok bool) {
 			}
 			g.busy[j] = true
 			g.gen[j]++
-			g.next = (j + 1) % n
+			g.next = j + 1
 			slot, gen, ok = j, g.gen[j], true
 			return
 		}
@@ -52,13 +62,13 @@ func (g *stager) tryAcquire() (slot int, gen uint32, ok bool) {
 	return slot, gen, ok
 }
 
-// wait waits until some slot may have become free. Lock order: the staging
-// area's, then mu (see ring.Staging.View).
-func (g *stager) wait(ctx context.Context) error {
+// wait waits until some slot of r may have become free. Lock order: the
+// staging area's, then mu (see ring.Staging.View).
+func (g *stager) wait(ctx context.Context, r slots) error {
 	return g.st.Wait(ctx, func(completed func(int) (uint32, bool)) bool {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		for j := range g.gen {
+		for j := r.lo; j < r.hi; j++ {
 			if done, _ := completed(j); !g.busy[j] && done == g.gen[j] {
 				return true
 			}
@@ -107,10 +117,10 @@ func (g *stager) close() {
 	}
 }
 
-// memmove copies src to dst with the stager's copiers.
-func (g *stager) memmove(dst, src []byte) {
-	const minPart = 1 << 20
-	parts := min(g.copiers, len(src)/minPart)
+// memmove copies src to dst with up to copiers goroutines.
+func memmove(dst, src []byte, copiers int) {
+	const minPart = 512 << 10
+	parts := min(copiers, len(src)/minPart)
 	if parts <= 1 {
 		copy(dst, src)
 		return
@@ -130,28 +140,35 @@ func (g *stager) memmove(dst, src []byte) {
 
 // stagedCall is a staged copy in flight.
 type stagedCall struct {
-	call      *wire.Call
-	slot      int
-	gen       uint32
-	off, n    int
-	dtoh      bool
-	finalWait bool
+	call   *wire.Call
+	slot   int
+	gen    uint32
+	off, n int
+	dtoh   bool
 }
 
-// pipeline runs one staged copy of n bytes chunk by chunk: for each chunk it
-// takes a slot (collecting its own earlier calls first when none is free, so
-// that a copy never waits on slots only it can free), lets fill put the data
-// in (HtoD), and starts the request; finish handles each reply in order.
+// pipeline runs chunks of one staged copy, one after the other: for each it
+// takes a slot of its range (collecting its own earlier calls first when
+// none is free, so that it never waits on slots only it can free), puts the
+// data in (HtoD), and starts the request; collect handles each reply in
+// order, and takes the data out (DtoH). A copy runs one pipeline, or several
+// at once on disjoint slots and chunks (stagedCopy).
 type pipeline struct {
-	s   *Session
-	g   *stager
-	ctx context.Context
-	q   []stagedCall
-	err error
+	s       *Session
+	g       *stager
+	ctx     context.Context
+	host    []byte
+	dir     v1.Dir
+	dev     Ref
+	st      *Stream
+	r       slots
+	copiers int // goroutines for one chunk's memmove
+	q       []stagedCall
+	err     error
 }
 
 // collect waits for the oldest call in flight.
-func (p *pipeline) collect(out []byte) {
+func (p *pipeline) collect() {
 	c := p.q[0]
 	p.q = p.q[1:]
 	err := c.call.Wait(p.ctx, nil)
@@ -163,65 +180,128 @@ func (p *pipeline) collect(out []byte) {
 		}
 	case c.dtoh:
 		if p.err == nil {
-			p.g.memmove(out[c.off:c.off+c.n], p.g.st.Slot(c.slot)[:c.n])
+			memmove(p.host[c.off:c.off+c.n], p.g.st.Slot(c.slot)[:c.n], p.copiers)
 		}
 		p.g.release(c.slot)
 	}
 }
 
-// acquire takes a slot, collecting this copy's own calls while none is free.
-func (p *pipeline) acquire(out []byte) (int, uint32, bool) {
+// acquire takes a slot, collecting this pipeline's own calls while none is
+// free.
+func (p *pipeline) acquire() (int, uint32, bool) {
 	for {
-		if slot, gen, ok := p.g.tryAcquire(); ok {
+		if slot, gen, ok := p.g.tryAcquire(p.r); ok {
 			return slot, gen, true
 		}
 		if len(p.q) > 0 {
-			p.collect(out)
+			p.collect()
 			if p.err != nil {
 				return 0, 0, false
 			}
 			continue
 		}
-		if err := p.g.wait(p.ctx); err != nil {
+		if err := p.g.wait(p.ctx, p.r); err != nil {
 			p.err = err
 			return 0, 0, false
 		}
 	}
 }
 
+// chunk starts the copy of host[off:off+n]; wait asks the driver to answer
+// once it has completed on the device (and report the session's deferred
+// error), rather than once it is queued.
+func (p *pipeline) chunk(off, n int, wait bool) {
+	g := p.g
+	slot, gen, ok := p.acquire()
+	if !ok {
+		return
+	}
+	dtoh := p.dir == v1.DirDtoH
+	if !dtoh {
+		memmove(g.st.Slot(slot)[:n], p.host[off:off+n], p.copiers)
+	}
+	req := &v1.StagedCopy{Stream: streamHandle(p.st), Dir: p.dir, Dev: p.dev.wire(uint64(off)),
+		Offset: g.st.Offset(slot), Size: uint64(n), Gen: gen, Wait: dtoh || wait}
+	call, err := p.s.rpc.Start(p.ctx, req)
+	if err != nil {
+		g.settle(slot, gen, true) // nothing was sent
+		p.err = err
+		return
+	}
+	if !dtoh {
+		g.release(slot) // free again once the driver completes gen
+	}
+	p.q = append(p.q, stagedCall{call: call, slot: slot, gen: gen, off: off, n: n, dtoh: dtoh})
+}
+
+// drain collects every call still in flight.
+func (p *pipeline) drain() {
+	for len(p.q) > 0 {
+		p.collect()
+	}
+}
+
+// stagedCopy copies host through the staging area in chunks of a slot. With
+// several copiers (and chunks), all chunks but the last are spread over that
+// many pipelines at once, each on its own slots: the copy in this process
+// (the bottleneck for pageable memory: one thread copies a few GB/s, the
+// device many times that) then runs on several CPUs. The last chunk follows
+// alone, so that its request comes after every other one: with wait (and
+// always for DtoH) the driver answers it once the copy has completed, which
+// by stream order covers the chunks before it.
 func (s *Session) stagedCopy(ctx context.Context, g *stager, dir v1.Dir, dev Ref, host []byte, st *Stream, wait bool) error {
 	g.ops.RLock()
 	defer g.ops.RUnlock()
 	if g.closed {
 		return fmt.Errorf("staged copy: %w", s.rpc.Err())
 	}
-	p := &pipeline{s: s, g: g, ctx: ctx}
-	dtoh := dir == v1.DirDtoH
-	for off := 0; off < len(host) && p.err == nil; off += g.slot {
+	nslots := len(g.gen)
+	chunks := (len(host) + g.slot - 1) / g.slot
+	workers := min(g.copiers, chunks-1, nslots)
+	base := pipeline{s: s, g: g, ctx: ctx, host: host, dir: dir, dev: dev, st: st, r: slots{0, nslots}, copiers: 1}
+	last := (chunks - 1) * g.slot
+	if workers >= 2 {
+		var next atomic.Int64
+		var failed atomic.Bool
+		errs := make([]error, workers)
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p := base
+				p.r = slots{w * nslots / workers, (w + 1) * nslots / workers}
+				for !failed.Load() {
+					i := int(next.Add(1) - 1)
+					if i >= chunks-1 {
+						break
+					}
+					off := i * g.slot
+					p.chunk(off, min(len(host)-off, g.slot), false)
+					if p.err != nil {
+						failed.Store(true)
+					}
+				}
+				p.drain()
+				errs[w] = p.err
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+	} else {
+		last = 0
+	}
+	// The rest (all of it with one pipeline), the last chunk last.
+	p := base
+	p.copiers = g.copiers
+	for off := last; off < len(host) && p.err == nil; off += g.slot {
 		n := min(len(host)-off, g.slot)
-		slot, gen, ok := p.acquire(host)
-		if !ok {
-			break
-		}
-		if !dtoh {
-			g.memmove(g.st.Slot(slot)[:n], host[off:off+n])
-		}
-		last := off+n == len(host)
-		req := &v1.StagedCopy{Stream: streamHandle(st), Dir: dir, Dev: dev.wire(uint64(off)),
-			Offset: g.st.Offset(slot), Size: uint64(n), Gen: gen, Wait: dtoh || (wait && last)}
-		call, err := s.rpc.Start(ctx, req)
-		if err != nil {
-			g.settle(slot, gen, true) // nothing was sent
-			p.err = err
-			break
-		}
-		if !dtoh {
-			g.release(slot) // free again once the driver completes gen
-		}
-		p.q = append(p.q, stagedCall{call: call, slot: slot, gen: gen, off: off, n: n, dtoh: dtoh})
+		p.chunk(off, n, wait && off+n == len(host))
 	}
-	for len(p.q) > 0 {
-		p.collect(host)
-	}
+	p.drain()
 	return p.err
 }
