@@ -113,3 +113,34 @@ func TestHostTime(t *testing.T) {
 		t.Errorf("host time after a synchronize = %v, want %v", got, want)
 	}
 }
+
+// A block takes an SM's idle gap between blocks placed before it, if it fits.
+func TestConcurrentKernelsBackfill(t *testing.T) {
+	d := openTest(t, Options{Granularity: G, Memory: 16 * G, SMs: 1, Cost: exactCost, ConcurrentKernels: true})
+	_, fns := loadTest(t, d)
+	a, b, c := newStream(t, d), newStream(t, d), newStream(t, d)
+	evs := make([]backend.Event, 4)
+	for i := range evs {
+		var err error
+		evs[i], err = d.NewEvent(0)
+		must(t, err)
+	}
+	must(t, a.Record(evs[0]))
+	must(t, a.Launch(fns["work"], grid1(1, 32), workParams(1000, 0))) // [1000, 2000)
+	must(t, a.Record(evs[1]))
+	must(t, b.WaitEvent(evs[1]))
+	must(t, b.Launch(fns["work"], grid1(1, 32), workParams(1000, 0))) // from 2000 + 1000: [3000, 4000)
+	must(t, b.Record(evs[2]))
+	must(t, c.Launch(fns["work"], grid1(1, 32), workParams(500, 0))) // the gap: [2000, 2500)
+	must(t, c.Record(evs[3]))
+	must(t, d.Synchronize())
+	var got []time.Duration
+	for _, ev := range evs[1:] {
+		el, err := ev.Elapsed(evs[0])
+		must(t, err)
+		got = append(got, el)
+	}
+	if want := []time.Duration{2000, 4000, 2500}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("times = %v, want %v", got, want)
+	}
+}

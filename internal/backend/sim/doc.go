@@ -69,8 +69,9 @@
 // tenants' kernels overlap and finish in an order that is not the order they
 // were issued — what a scheduler that times work with events must cope with.
 // Options.ConcurrentKernels models it: kernels still reach the compute
-// engine in enqueue order, but there each block takes the SM that frees
-// first, no earlier than its kernel's arrival (the latest of its stream's
+// engine in enqueue order, but there each block takes the earliest time an
+// SM is idle long enough for it (gaps included; on a tie the SM that became
+// idle last), no earlier than its kernel's arrival (the latest of its stream's
 // previous command, awaited events and the host floor) plus LaunchOverhead,
 // and runs for the kernel's time alone divided by its waves
 // (ceil(blocks / SMs)). A kernel alone thus takes what it takes one at a
