@@ -114,3 +114,34 @@ func TestParseLibraryOptions(t *testing.T) {
 		}
 	}
 }
+
+// Threads that first use a library's kernel at the same time load it once
+// and get the same function.
+func TestDriverLibraryConcurrentFirstUse(t *testing.T) {
+	d, _ := newDriver(t)
+	fat := inCmem(t, readTestdata(t, "fatbin/vecadd.fatbin"))
+	lib, r := d.LibraryLoadData(Thread(30), fat.addr(0), LibraryOptions{})
+	must(t, "LibraryLoadData", r)
+	k, r := d.LibraryGetKernel(Thread(30), lib, "vecadd")
+	must(t, "LibraryGetKernel", r)
+	const n = 8
+	got := make(chan uint64, n)
+	for i := range n {
+		go func() {
+			f, r := d.KernelGetFunction(Thread(31+i), k)
+			if r != cu.CUDA_SUCCESS {
+				t.Errorf("KernelGetFunction: %v", r)
+			}
+			got <- f
+		}()
+	}
+	first := <-got
+	for range n - 1 {
+		if f := <-got; f != first {
+			t.Errorf("functions %x and %x for one kernel", f, first)
+		}
+	}
+	if mods := d.modules.each(); len(mods) != 1 {
+		t.Errorf("%d modules loaded, want 1", len(mods))
+	}
+}
