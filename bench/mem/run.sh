@@ -11,9 +11,10 @@
 # Usage: bench/mem/run.sh [BIN]   (from the repository root)
 # Environment (for trying it on the software GPU): BACKEND (cuda), DEVMEM
 # (16GiB), EACH (8GiB), BUFFER (1GiB), PASSES (4), PIPE (256MiB), COPY
-# (256MiB), SIMMEM (the software GPU's memory), OUT (where logs, the audit
-# log and results.jsonl go: $OUT if set, as the device tool sets it, else
-# /tmp/membench).
+# (256MiB), SIMMEM (the software GPU's memory), SERVE_FLAGS (more flags for
+# the swap run's daemon, e.g. "--swap-reserve 16GiB"), OUT (where logs, the
+# audit log and results.jsonl go: $OUT if set, as the device tool sets it,
+# else /tmp/membench).
 set -u
 BIN=${1:-.carry/bench-mem}
 BACKEND=${BACKEND:-cuda}
@@ -25,6 +26,7 @@ PIPE=${PIPE:-256MiB}
 COPY=${COPY:-256MiB}
 OUT=${OUT:-/tmp/membench}
 SIMMEM=${SIMMEM:-}
+SERVE_FLAGS=${SERVE_FLAGS:-}
 mkdir -p "$OUT" && rm -f "$OUT"/serve-*.log "$OUT"/audit.jsonl "$OUT"/results.jsonl "$OUT"/*.log
 SOCK=$OUT/gpuos.sock
 AUDIT=$OUT/audit.jsonl
@@ -57,7 +59,8 @@ stop_daemon() {
 
 DAEMONS=0
 [ "$BACKEND" = cuda ] && nvidia-smi -L
-start_daemon --device-memory "$DEVMEM"
+# shellcheck disable=SC2086 # SERVE_FLAGS is a list of flags
+start_daemon --device-memory "$DEVMEM" $SERVE_FLAGS
 step "(a) swap: 4 tenants x $EACH on --device-memory $DEVMEM"
 "$BIN/membench" swap --backend "$BACKEND" --socket "$SOCK" --audit "$AUDIT" --bytes "$EACH" --buffer "$BUFFER" \
 	--passes "$PASSES" --json "$RESULTS" 2>&1 | tee "$OUT/swap.log"
@@ -73,4 +76,5 @@ stop_daemon
 step "results ($RESULTS)"
 "$BIN/membench" table "$RESULTS"
 grep -h '"kind":"mem.evict"' "$AUDIT" | head -2
-echo "evictions audited: $(grep -c '"kind":"mem.evict"' "$AUDIT"), swap-ins: $(grep -c '"kind":"mem.swap-in"' "$AUDIT")"
+grep -h '"kind":"mem.evict"' "$AUDIT" | grep '"pinned":0' | head -2
+echo "evictions audited: $(grep -c '"kind":"mem.evict"' "$AUDIT") ($(grep '"kind":"mem.evict"' "$AUDIT" | grep -c '"pinned":0') with host buffers pinned ahead), swap-ins: $(grep -c '"kind":"mem.swap-in"' "$AUDIT")"
