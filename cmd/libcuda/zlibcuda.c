@@ -5301,7 +5301,7 @@ GPUOS_HIDDEN void *const gpuos_trace_trampoline[682] = {
 #endif
 
 /* Every exported function, by name, for cuGetProcAddress, with its parameters
- * for the call trace where include/cuda.h declares it (271 of 682). */
+ * for the call trace where include/cuda.h declares it (272 of 682). */
 
 const struct gpuos_symbol gpuos_symbols[] = {
     {"cuArray3DCreate", gpuos_pub_0, NULL},
@@ -5584,7 +5584,7 @@ const struct gpuos_symbol gpuos_symbols[] = {
     {"cuIpcGetEventHandle", gpuos_pub_277, "p pHandle,x event"},
     {"cuIpcGetMemHandle", gpuos_pub_278, "p pHandle,x dptr"},
     {"cuIpcOpenEventHandle", gpuos_pub_279, "X phEvent,x handle"},
-    {"cuIpcOpenMemHandle", gpuos_pub_280, NULL},
+    {"cuIpcOpenMemHandle", gpuos_pub_280, "X pdptr,x handle,u Flags"},
     {"cuIpcOpenMemHandle_v2", gpuos_pub_281, "X pdptr,x handle,u Flags"},
     {"cuKernelGetAttribute", gpuos_pub_282, "I pi,i attrib,x kernel,i dev"},
     {"cuKernelGetFunction", gpuos_pub_283, "X pFunc,x kernel"},
