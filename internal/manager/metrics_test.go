@@ -3,9 +3,11 @@ package manager_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -196,6 +198,13 @@ func TestMetricsStoppedDriverDoesNotHangScrape(t *testing.T) {
 	}
 	cont := func() { syscall.Kill(pid, syscall.SIGCONT) }
 	t.Cleanup(cont) // before the environment stops
+	// kill returns before every thread of the driver has stopped; one still
+	// running could answer the scrape.
+	waitFor(t, func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		_, rest, _ := strings.Cut(string(b), ") ")
+		return err == nil && strings.HasPrefix(rest, "T")
+	}, "the driver to stop")
 
 	mfs := scrape(t, url)
 	if v, ok := series(mfs, "gpuos_driver_up", dev0); !ok || v != 0 {
