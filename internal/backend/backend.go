@@ -68,8 +68,9 @@ type Device interface {
 	// Map maps [offset, offset+size) of chunk at ptr, inside a reserved range.
 	// Mapped memory is not accessible until SetAccess. offset must be 0: the
 	// NVIDIA driver refuses any other with CUDA_ERROR_NOT_SUPPORTED (seen on
-	// driver 580), so backends return ErrUnsupported for it; a mapping may
-	// cover a prefix of the chunk.
+	// driver 580), and size must be the chunk's: it refuses a prefix the
+	// same way (a 62 MiB mapping of a 64 MiB chunk, run 7), so backends
+	// return ErrUnsupported for either.
 	Map(ptr DevicePtr, size uint64, chunk Chunk, offset uint64) error
 	// Unmap unmaps a range mapped with Map (whole mappings only).
 	Unmap(ptr DevicePtr, size uint64) error

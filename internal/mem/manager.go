@@ -126,7 +126,10 @@ type Manager struct {
 	chooserFallbacks, releaseErrors atomic.Uint64
 
 	clock atomic.Uint64 // logical time for last-use stamps
-	sink  backend.Chunk
+	// sink is the shared sink chunk of sinkGran granules; sinkUnit one of a
+	// granule (sink itself when sinkGran is 1) for the granules a run of
+	// whole sinks leaves over: the driver maps only whole chunks.
+	sink, sinkUnit backend.Chunk
 
 	scrubMu     sync.Mutex // serialises scrubs on scrubStream; a leaf lock
 	scrubStream backend.Stream
@@ -245,7 +248,17 @@ func NewManager(dev backend.Device, opts Options) (*Manager, error) {
 		}
 		return nil, fmt.Errorf("new memory manager: create sink chunk: %w", err)
 	}
-	m.physical, m.chunks = sinkSize, 1
+	m.physical, m.chunks, m.sinkUnit = sinkSize, 1, m.sink
+	if m.sinkGran > 1 {
+		if m.sinkUnit, err = dev.CreateChunk(gran); err != nil {
+			m.sink.Release()
+			if m.swap != nil {
+				m.swap.close()
+			}
+			return nil, fmt.Errorf("new memory manager: create granule sink chunk: %w", err)
+		}
+		m.physical, m.chunks = m.physical+gran, 2
+	}
 	return m, nil
 }
 
@@ -257,6 +270,15 @@ func (m *Manager) Granularity() uint64 { return m.gran }
 func (m *Manager) Limit() uint64 { return m.limit }
 
 func (m *Manager) stamp() uint64 { return m.clock.Add(1) }
+
+// sinkOf is the sink chunk a sink mapping of n granules maps: mapSink makes
+// only mappings of sinkGran granules and of one.
+func (m *Manager) sinkOf(n uint64) backend.Chunk {
+	if n == m.sinkGran {
+		return m.sink
+	}
+	return m.sinkUnit
+}
 
 // Tenant returns the tenant with the given name, creating it (unlimited) on
 // first use. Tenants live as long as the manager.
@@ -661,6 +683,15 @@ func (m *Manager) Close() error {
 	m.physical -= m.gran * m.sinkGran
 	m.chunks--
 	m.mu.Unlock()
+	if m.sinkUnit != m.sink {
+		if err := m.sinkUnit.Release(); err != nil {
+			errs = append(errs, fmt.Errorf("release granule sink chunk: %w", err))
+		}
+		m.mu.Lock()
+		m.physical -= m.gran
+		m.chunks--
+		m.mu.Unlock()
+	}
 	m.scrubMu.Lock()
 	if m.scrubStream != nil {
 		errs = append(errs, m.scrubStream.Destroy())

@@ -189,7 +189,8 @@ func TestSetAccessBatched(t *testing.T) {
 }
 
 // With a sink chunk of several granules, growth maps the sink in pieces of
-// that size, and an allocation inside a piece splits it.
+// that size, and an allocation inside a piece replaces it by whole sinks and
+// single granules (the driver maps only whole chunks).
 func TestLargeSinkChunk(t *testing.T) {
 	h := newHarness(t, testTotal, Options{SinkChunk: 4 * testGran})
 	w := h.open(h.m.Tenant("a"))
@@ -198,19 +199,24 @@ func TestLargeSinkChunk(t *testing.T) {
 		t.Fatalf("initial mappings %v, want one 4-granule sink", got)
 	}
 	a := h.alloc(w, testGran, 0) // replaces granule 0 of the 4-granule sink
-	if got := h.dev.mappingSizes(lo, lo+backend.DevicePtr(w.Size())); !equalU64(got, []uint64{1, 3}) {
-		t.Errorf("after a 1-granule allocation: mappings %v, want [1 3]", got)
+	if got := h.dev.mappingSizes(lo, lo+backend.DevicePtr(w.Size())); !equalU64(got, []uint64{1, 1, 1, 1}) {
+		t.Errorf("after a 1-granule allocation: mappings %v, want [1 1 1 1]", got)
 	}
-	b := h.alloc(w, 5*testGran, 0) // granules 1-5: replaces the 3-sink, grows to 8 granules
-	if got := h.dev.mappingSizes(lo, lo+backend.DevicePtr(w.Size())); !equalU64(got, []uint64{1, 5, 2}) {
-		t.Errorf("after a 5-granule allocation: mappings %v, want [1 5 2]", got)
+	b := h.alloc(w, 5*testGran, 0) // granules 1-5: replaces the single sinks, grows to 8 granules
+	if got := h.dev.mappingSizes(lo, lo+backend.DevicePtr(w.Size())); !equalU64(got, []uint64{1, 5, 1, 1}) {
+		t.Errorf("after a 5-granule allocation: mappings %v, want [1 5 1 1]", got)
 	}
+	c := h.alloc(w, 8*testGran, 0) // granules 6-13: the range grows to 16, 14 and 15 single sinks
+	if got := h.dev.mappingSizes(lo, lo+backend.DevicePtr(w.Size())); !equalU64(got, []uint64{1, 5, 8, 1, 1}) {
+		t.Errorf("after an 8-granule allocation: mappings %v, want [1 5 8 1 1]", got)
+	}
+	h.free(c)
 	h.check()
 	h.free(a)
 	h.free(b)
 	h.check()
-	if _, hi := w.GuardRange(); hi-lo != 8*testGran {
-		t.Errorf("guard range %#x bytes, want 8 granules (it never shrinks)", uint64(hi-lo))
+	if _, hi := w.GuardRange(); hi-lo != 16*testGran {
+		t.Errorf("guard range %#x bytes, want 16 granules (it never shrinks)", uint64(hi-lo))
 	}
 }
 

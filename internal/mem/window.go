@@ -174,13 +174,18 @@ func (w *Window) quiesce() (func(), error) {
 	return resume, nil
 }
 
-// mapSink maps the sink over granules [lo, hi) in pieces of at most the sink's
-// size, records them and returns them. On failure it unmaps the pieces it mapped.
+// mapSink maps the sink over granules [lo, hi) in whole sink chunks, the
+// remainder granule by granule (the driver maps a chunk only whole: a prefix
+// is CUDA_ERROR_NOT_SUPPORTED), records the pieces and returns them. On
+// failure it unmaps the pieces it mapped.
 func (w *Window) mapSink(lo, hi uint64) ([]extent, error) {
 	var done []extent
 	for s := lo; s < hi; {
-		n := min(hi-s, w.m.sinkGran)
-		if err := w.m.dev.Map(w.ptr(s), w.bytes(n), w.m.sink, 0); err != nil {
+		n := uint64(1)
+		if hi-s >= w.m.sinkGran {
+			n = w.m.sinkGran
+		}
+		if err := w.m.dev.Map(w.ptr(s), w.bytes(n), w.m.sinkOf(n), 0); err != nil {
 			w.unmapSinkPieces(done)
 			return nil, fmt.Errorf("map sink at %#x: %w", uint64(w.ptr(s)), err)
 		}
@@ -278,7 +283,7 @@ func (w *Window) backRegion(start, n uint64, ch *chunk) (err error) {
 			}
 		}
 		for _, e := range unmapped {
-			if err := dev.Map(w.ptr(e.start), w.bytes(e.n), w.m.sink, 0); err != nil {
+			if err := dev.Map(w.ptr(e.start), w.bytes(e.n), w.m.sinkOf(e.n), 0); err != nil {
 				errs = append(errs, err)
 				continue
 			}

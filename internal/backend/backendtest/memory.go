@@ -71,6 +71,8 @@ func (s *suite) testVMMErrors(t *testing.T) {
 		{"map past the chunk", func(t *testing.T) error { return d.Map(reserve(t, d, 2*G), 2*G, chunk(t, d, 2*G), G) }, backend.ErrInvalidArgument},
 		// The NVIDIA driver (580) answers CUDA_ERROR_NOT_SUPPORTED to any non-zero offset.
 		{"map at a chunk offset", func(t *testing.T) error { return d.Map(reserve(t, d, G), G, chunk(t, d, 2*G), G) }, backend.ErrUnsupported},
+		// And to a mapping of part of a chunk (run 7: 62 MiB of a 64 MiB chunk).
+		{"map a prefix of a chunk", func(t *testing.T) error { return d.Map(reserve(t, d, G), G, chunk(t, d, 2*G), 0) }, backend.ErrUnsupported},
 		{"map released chunk", func(t *testing.T) error {
 			c, err := d.CreateChunk(G)
 			must(t, err)

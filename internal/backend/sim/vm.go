@@ -188,9 +188,10 @@ func (as *addressSpace) mapChunk(ptr, size uint64, c *chunk, offset uint64) erro
 		return fmt.Errorf("map %#x+%#x at chunk offset %#x: not whole granules of %#x: %w", ptr, size, offset, as.gran, backend.ErrInvalidArgument)
 	case offset > c.size || size > c.size-offset:
 		return fmt.Errorf("map %#x+%#x: chunk offset %#x is past the chunk's %#x bytes: %w", ptr, size, offset, c.size, backend.ErrInvalidArgument)
-	case offset != 0:
-		// As the NVIDIA driver does: it answers CUDA_ERROR_NOT_SUPPORTED.
-		return fmt.Errorf("map %#x+%#x at chunk offset %#x: only offset 0 can be mapped: %w", ptr, size, offset, backend.ErrUnsupported)
+	case offset != 0 || size != c.size:
+		// As the NVIDIA driver does: it answers CUDA_ERROR_NOT_SUPPORTED
+		// (driver 580) for an offset, and for a mapping of part of a chunk.
+		return fmt.Errorf("map %#x+%#x at chunk offset %#x: only a whole chunk (%#x bytes) can be mapped: %w", ptr, size, offset, c.size, backend.ErrUnsupported)
 	}
 	as.mu.Lock()
 	defer as.mu.Unlock()

@@ -285,7 +285,9 @@ func TestSlice(t *testing.T) {
 	must(t, err)
 	must(t, d.Map(p, 2*G, a, 0))
 	must(t, d.Map(p+2*G, G, b, 0))
-	must(t, d.Map(p+3*G, G, a, 0)) // inaccessible for now
+	c, err := d.CreateChunk(G)
+	must(t, err)
+	must(t, d.Map(p+3*G, G, c, 0)) // inaccessible for now
 	must(t, d.SetAccess(p, 3*G))
 	a.(*chunk).data[G-1] = 1
 	a.(*chunk).data[G] = 2
@@ -329,7 +331,7 @@ func TestSlice(t *testing.T) {
 	if _, err := v.Slice(uint64(p+2*G), 4, false); !errors.Is(err, ErrIllegalAddress) {
 		t.Fatalf("Slice after Unmap: %v", err)
 	}
-	c, err := d.CreateChunk(G)
+	c, err = d.CreateChunk(G)
 	must(t, err)
 	c.(*chunk).data[0] = 42
 	must(t, d.Map(p+2*G, G, c, 0))

@@ -226,7 +226,7 @@ CUresult cuMemMap(CUdeviceptr p, size_t size, size_t off, unsigned long long h, 
 	CTX;
 	struct chunk *c = (struct chunk *)(uintptr_t)h;
 	if (flags || size == 0 || size % GRAN || off % GRAN || p % GRAN || off + size > c->size) return INVALID_VALUE;
-	if (off != 0) return 801; /* CUDA_ERROR_NOT_SUPPORTED, as driver 580 answers */
+	if (off != 0 || size != c->size) return 801; /* CUDA_ERROR_NOT_SUPPORTED, as driver 580 answers (run 7: a prefix too) */
 	LOCK;
 	int inside = 0;
 	for (struct resv *r = resvs; r; r = r->next)
