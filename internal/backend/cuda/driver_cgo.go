@@ -914,10 +914,22 @@ func (c *dctx) streamSync(s hStream) cuda.CUresult {
 
 // launch enqueues f; params is the packed parameter buffer, which the driver
 // copies before returning.
+//
+// params may lie inside a Go object that holds pointers (the driver keeps a
+// launch's small parameters inline in its command), which cgo refuses to
+// pass ("Go pointer to unpinned Go pointer", run 7), so it is copied first:
+// onto the stack when small (gpuos_launch is noescape, so the array stays
+// there), else into a pointer-free heap buffer.
 func (c *dctx) launch(f hFunction, cfg *backend.LaunchConfig, s hStream, params []byte) cuda.CUresult {
 	var p unsafe.Pointer
-	if len(params) > 0 {
-		p = unsafe.Pointer(&params[0])
+	var small [256]byte
+	switch {
+	case len(params) == 0:
+	case len(params) <= len(small):
+		copy(small[:], params)
+		p = unsafe.Pointer(&small[0])
+	default:
+		p = unsafe.Pointer(&append([]byte(nil), params...)[0])
 	}
 	return cuda.CUresult(C.gpuos_launch(c.p, f,
 		C.uint(cfg.Grid[0]), C.uint(cfg.Grid[1]), C.uint(cfg.Grid[2]),

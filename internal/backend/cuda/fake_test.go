@@ -179,6 +179,20 @@ func TestFakeLaunch(t *testing.T) {
 			t.Fatalf("c[%d] = %v, want %v", i, got, float32(i)+float32(n+i))
 		}
 	}
+	// Parameters kept inside an object that holds Go pointers (as the
+	// driver's launch command keeps them): cgo must not be handed that
+	// object (it panics: run 7), nor a copy too large for the stack.
+	for _, size := range []int{40, 1000} {
+		type command struct {
+			next   *command
+			params []byte
+			inline [1000]byte
+		}
+		c := &command{next: &command{}}
+		copy(c.inline[:], params)
+		c.params = c.inline[:size]
+		must(t, st.Launch(f, backend.LaunchConfig{Grid: [3]uint32{4, 1, 1}, Block: [3]uint32{256, 1, 1}}, c.params))
+	}
 	if err := st.Launch(f, backend.LaunchConfig{Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}, params[:27]); !errors.Is(err, backend.ErrInvalidArgument) {
 		t.Fatalf("Launch with 27 parameter bytes = %v", err)
 	}
