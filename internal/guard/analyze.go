@@ -134,11 +134,18 @@ func (s *flowScope) branchTargets(name string) ([]string, bool) {
 }
 
 // flatten lists a body's instructions in order, each with its label scope.
-func flatten(body *ptx.Block) []flowNode {
+func flatten(body *ptx.Block) []flowNode { return flattenAfter(body, nil) }
+
+// flattenAfter is flatten with instruction first put before the body's
+// first, in its outermost scope (nil for none).
+func flattenAfter(body *ptx.Block, first *ptx.Instruction) []flowNode {
 	var nodes []flowNode
 	var walk func(b *ptx.Block, sc *flowScope)
 	walk = func(b *ptx.Block, parent *flowScope) {
 		sc := &flowScope{parent: parent, labels: map[string]int{}, targets: map[string][]string{}}
+		if parent == nil && first != nil {
+			nodes = append(nodes, flowNode{in: first, scope: sc})
+		}
 		for _, s := range b.Stmts {
 			switch s := s.(type) {
 			case *ptx.Label:
@@ -169,7 +176,15 @@ func flatten(body *ptx.Block) []flowNode {
 // analyze finds the function's hoistable registers.
 func analyze(r *fnRewriter) *facts {
 	f := &facts{hoist: map[string]*hoisted{}, defAt: map[*ptx.Instruction][]string{}, proven: r.proven}
-	nodes := flatten(r.f.Body)
+	// A kernel with two variants starts with the entry check's branch to
+	// the checked one (finish emits it in the prologue, before any of the
+	// body's instructions): without it the checked copy would be
+	// unreachable here and none of its registers' checks hoisted.
+	var entry *ptx.Instruction
+	if r.variant != nil {
+		entry = when(ins("bra", &ptx.Symbol{Name: r.variant.label}), &ptx.Reg{Name: "%__gpuos_entry"}, true)
+	}
+	nodes := flattenAfter(r.f.Body, entry)
 	if len(nodes) == 0 || len(nodes) > 200000 {
 		return f
 	}
