@@ -16,10 +16,11 @@ const (
 	spShared             // .shared, .shared::cta, .shared::cluster: the block's shared memory
 	spLocal              // .local: the function's local variables
 	spConst              // .const: the module's constant variables
+	spParam              // .param through a register: the kernel's own parameters
 )
 
 func (s spaceClass) String() string {
-	return [...]string{"none", "global", "generic", "shared", "local", "const"}[s]
+	return [...]string{"none", "global", "generic", "shared", "local", "const", "param"}[s]
 }
 
 // access is one memory operand of an instruction that the guard must check.
@@ -212,12 +213,18 @@ func ldSt(fn string, in *ptx.Instruction, op int, write bool) ([]access, error) 
 	space := in.StateSpace()
 	switch space {
 	case ptx.SpaceParam:
-		// Parameters are named: kernel parameters, and the .param variables
-		// of call sequences. An address in a register could point anywhere.
+		// Named parameters are bounded at load time (kernel parameters, and
+		// the .param variables of call sequences). A load through a register
+		// (mov.u64 %rd, param; ld.param [%rd+off]: a kernel indexing an array
+		// or struct parameter) is checked against the kernel's parameters at
+		// run time (checkOf); stores through a register are refused.
 		if _, ok := a.Base.(*ptx.Symbol); ok {
 			return nil, nil
 		}
-		return nil, refuse(fn, in, "parameter access through a register address; refused")
+		if write {
+			return nil, refuse(fn, in, "parameter store through a register address; refused")
+		}
+		return []access{{op: op, space: spParam, width: w, align: w}}, nil
 	case ptx.SpaceTex, ptx.SpaceReg, ptx.SpaceSReg:
 		return nil, refuse(fn, in, "access to %s space", space)
 	}

@@ -51,6 +51,13 @@ func (r *fnRewriter) guardAccesses(in *ptx.Instruction, accs []access) ([]ptx.St
 			}
 		}
 	}
+	for _, acc := range accs {
+		// A device function's parameters have no .param address of their
+		// own (PTX: taking one's address puts it on the stack, in .local).
+		if acc.space == spParam && r.paramRange() == nil {
+			return nil, refuse(r.f.Name, in, "parameter access through a register address outside a kernel with parameters; refused")
+		}
+	}
 	if len(accs) == 1 && r.facts.provenAt(in) {
 		st.Accesses++
 		st.ProvenShape++
@@ -368,6 +375,13 @@ func (r *fnRewriter) checkOf(in *ptx.Instruction, acc access, t target) (piece, 
 	case spConst:
 		ea := r.widen(&pc, t)
 		r.constCmps(&pc, acc, ea, r.constRange())
+	case spParam:
+		pr := r.paramRange()
+		if pr == nil {
+			return pc, refuse(r.f.Name, in, "parameter access through a register address outside a kernel with parameters; refused")
+		}
+		ea := r.widen(&pc, t)
+		r.rangeCmps(&pc, acc, ea, pr)
 	case spGeneric:
 		if acc.size != nil {
 			return pc, refuse(r.f.Name, in, "bulk copy through a generic address")

@@ -39,6 +39,10 @@
 //   - .const through a register: inside the module's .const variables.
 //   - named variables at constant offsets ([s+8]) are proven at load time
 //     and cost nothing; named parameters ([p+8]) must be inside the parameter.
+//   - .param through a register (a kernel reading its parameters at a
+//     computed index: mov.u64 %rd, p; ld.param [%rd+off]): inside the
+//     kernel's parameters, [lowest parameter address, highest end), computed
+//     from the parameters' addresses (constants to ptxas), and aligned.
 //   - bulk copies (cp.async.bulk, cp.reduce.async.bulk, and the L2 prefetch):
 //     source and destination, [addr, addr+size), size a nonzero multiple of
 //     16, addr 16-aligned; their mbarrier operand like any shared access.
@@ -108,8 +112,9 @@
 // stackrestore; wmma.load and wmma.store; calls to functions the module only
 // declares (device malloc, the device runtime; except vprintf and
 // __assertfail); indirect calls when the module takes no function's address;
-// brx.idx without a .branchtargets list; parameter accesses through a
-// register or past the parameter; 32-bit registers as global addresses;
+// brx.idx without a .branchtargets list; parameter stores through a
+// register, parameter loads through a register in device functions, and
+// named parameter accesses past the parameter; 32-bit registers as global addresses;
 // external, managed or texture-reference .global variables; module-scope
 // .local variables; names starting with __gpuos; and any instruction with a
 // memory or bracketed operand the pass does not know, so a new memory

@@ -100,6 +100,8 @@ func TestFormsChecked(t *testing.T) {
 		{name: "same address twice in a block: one check", body: "ld.global.u32 %r2, [%rd1];\nadd.s32 %r2, %r2, 1;\nst.global.u32 [%rd1], %r2;",
 			want: []string{"ld.global.u32", "st.global.u32"}, checked: 1},
 		{name: "generic", body: "st.u32 [%rd1], %r1;", want: []string{"and.b64", "st.u32"}, checked: 1},
+		{name: "parameter through a register: inside the kernel's parameters", body: "mov.u64 %rd2, p;\nmul.wide.u32 %rd3, %r1, 4;\nadd.s64 %rd4, %rd2, %rd3;\nld.param.u32 %r2, [%rd4+4];",
+			want: []string{"mov.u64 \t%gdq", ", p;", "min.u64", "max.u64", "sub.u64", "setp.lt.u64", "ld.param.u32"}, checked: 1},
 		{name: "computed in a loop: checked per access", body: "mov.u64 %rd2, %rd1;\nL1:\nst.global.u32 [%rd2], %r1;\nadd.s64 %rd2, %rd2, 4;\nsetp.lt.u64 %p1, %rd2, 100;\n@%p1 bra L1;",
 			want: []string{"and.b64", "setp.eq.u64 \t%gdp0|%gdp1", "@%gdp0 st.global.u32"}, checked: 1},
 		{name: "generic with shared in use", decls: ".shared .align 4 .b8 s[64];",
@@ -144,7 +146,18 @@ func TestFormsRefused(t *testing.T) {
 		{"wgmma", kernelWith("", "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%f0, %f1, %f2, %f3}, %rd1, %rd2, 1, 1, 1, 0, 0;"), "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16", 14},
 		{"mapa", kernelWith("", "mapa.shared::cluster.u32 %r2, %r1, 1;"), "mapa.shared::cluster.u32", 14},
 		{"alloca", kernelWith("", "alloca.u64 %rd2, 64;"), "alloca.u64", 14},
-		{"parameter through a register", kernelWith("", "mov.u64 %rd2, p;\nld.param.u32 %r2, [%rd2];"), "ld.param.u32", 15},
+		{"parameter store through a register", kernelWith("", "mov.u64 %rd2, p;\nst.param.u32 [%rd2], %r1;"), "st.param.u32", 15},
+		{"parameter through a register in a device function", `.version 8.0
+.target sm_90
+.address_size 64
+.func f(.param .u64 a)
+{
+	.reg .b64 	%rd<4>;
+	mov.u64 	%rd1, a;
+	ld.param.u64 	%rd2, [%rd1];
+	ret;
+}
+`, "ld.param.u64", 8},
 		{"parameter past its end", kernelWith("", "ld.param.u64 %rd2, [p+8];"), "ld.param.u64", 14},
 		{"a 32-bit global address", kernelWith("", "ld.global.u32 %r2, [%r1];"), "ld.global.u32", 14},
 		{"device malloc", strings.Replace(kernelWith("", "{\n.param .b64 a;\nst.param.b64 [a], 64;\n.param .b64 r;\ncall.uni (r), malloc, (a);\n}"),

@@ -27,6 +27,7 @@ type fnRewriter struct {
 	shLimK                             map[spanK]*ptx.Reg // (shLim - span + 2^k) >> k, clamped at 0
 	local                              *spanRange         // the function's own .local variables
 	cnst, gconst, gparam               *spanRange         // const space, and generic const/param ranges
+	kparam                             *spanRange         // the kernel's parameters in .param space
 	shLim64                            *ptx.Reg
 	localGeneric                       *ptx.Reg // the generic address of local.lo
 
@@ -375,6 +376,27 @@ func (r *fnRewriter) genericConstRange() *spanRange {
 	return r.gconst
 }
 
+// paramRange is the kernel's parameters in .param space: from the lowest
+// parameter's address to the highest one's end, whatever the layout (the
+// addresses are constants ptxas folds). nil outside a kernel or without
+// parameters.
+func (r *fnRewriter) paramRange() *spanRange {
+	if r.kparam == nil && r.f.Entry && len(r.f.Params) > 0 {
+		for _, p := range r.f.Params {
+			if p.Space != ptx.SpaceParam || p.Size() <= 0 {
+				return nil
+			}
+		}
+		r.kparam = &spanRange{lo: r.q()}
+		if len(r.f.Params) == 1 {
+			r.kparam.size = int64(r.f.Params[0].Size())
+		} else {
+			r.kparam.sizeReg = r.q()
+		}
+	}
+	return r.kparam
+}
+
 func (r *fnRewriter) genericParamRange() *spanRange {
 	if r.gparam == nil && r.f.Entry && len(r.f.Params) > 0 {
 		slots, err := r.f.ParamLayout()
@@ -444,6 +466,21 @@ func (r *fnRewriter) finish() {
 		pro = append(pro, r.rangeOf(r.cnst, r.g.consts, "")...)
 		if r.gconst != nil {
 			add(ins("cvta.const.u64", r.gconst.lo, r.cnst.lo))
+		}
+	}
+	if kp := r.kparam; kp != nil {
+		add(ins("mov.u64", kp.lo, &ptx.Symbol{Name: r.f.Params[0].Name}))
+		if kp.sizeReg != nil {
+			// The size register holds the end until the last subtraction.
+			t := r.q()
+			add(ins("add.u64", kp.sizeReg, kp.lo, imm(int64(r.f.Params[0].Size()))))
+			for _, p := range r.f.Params[1:] {
+				add(ins("mov.u64", t, &ptx.Symbol{Name: p.Name}))
+				add(ins("min.u64", kp.lo, kp.lo, t))
+				add(ins("add.u64", t, t, imm(int64(p.Size()))))
+				add(ins("max.u64", kp.sizeReg, kp.sizeReg, t))
+			}
+			add(ins("sub.u64", kp.sizeReg, kp.sizeReg, kp.lo))
 		}
 	}
 	if r.gparam != nil {

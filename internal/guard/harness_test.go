@@ -206,6 +206,7 @@ func d2(x, y uint32) [3]uint32 { return [3]uint32{x, y, 1} }
 // bounds: the benign corpus.
 var kernelSpecs = map[string]kspec{
 	"empty":             {grid: d3(1), block: d3(32)},
+	"param_index":       {grid: d3(2), block: d3(64), args: []arg{zeros(4 * 128), s32(120), s32(3), s32(-70000), s32(11), s32(1 << 20)}},
 	"scale_copy":        {grid: d3(4), block: d3(128), args: []arg{f32buf(1000), zeros(4000), u64v(1000), f32v(1.5)}},
 	"fma_loop":          {grid: d3(2), block: d3(64), args: []arg{zeros(4 * 128), s32(40)}},
 	"spin":              {grid: d3(1), block: d3(32), args: []arg{u64v(0), zeros(4)}},

@@ -83,6 +83,15 @@ func (r *fnRewriter) hoistCheck(h *hoisted) []ptx.Stmt {
 		case spConst:
 			ea = r.widen(&pc, target{ea: ea, bits: h.bits})
 			r.constCmps(&pc, acc, ea, r.constRange())
+		case spParam:
+			ea = r.widen(&pc, target{ea: ea, bits: h.bits})
+			if pr := r.paramRange(); pr != nil {
+				r.rangeCmps(&pc, acc, ea, pr)
+			} else {
+				pc.cmps = append(pc.cmps, cmp{"ne", "u64", ea, ea}) // nothing is inside
+			}
+		default:
+			pc.cmps = append(pc.cmps, cmp{"ne", "u64", ea, ea}) // a space hoisting does not know: fail closed
 		}
 		out = append(out, pc.pre...)
 		pre, p := r.conjInto(pc.cmps, nil, dst)
