@@ -109,14 +109,31 @@ func TestDriverVecadd(t *testing.T) {
 	_, r := d.CtxCreate(th, 0, 0)
 	must(t, "CtxCreate", r)
 	f := loadVecadd(t, d, th)
+	host, dev := runVecadd(t, d, th, f)
+	const n = vecaddN
+	// Generic copies classify each side.
+	must(t, "Memcpy DtoD", d.Memcpy(th, dev[0], dev[2], 4*n, 0, false))
+	must(t, "Memcpy DtoH", d.Memcpy(th, uint64(host.addr(0)), dev[0], 4*n, 0, false))
+	if !bytes.Equal(host.b[:4*n], host.b[2*4*n:3*4*n]) {
+		t.Error("generic device-to-device-to-host copy differs")
+	}
+}
 
-	const n = 1000
+const vecaddN = 1000
+
+// runVecadd launches vecadd (f: a CUfunction or a CUkernel) on vecaddN
+// elements in the current context and checks the sums; it returns the host
+// memory (a, b and c, then the launch's arguments) and the device buffers.
+func runVecadd(t *testing.T, d *Driver, th Thread, f uint64) (*cmem, [3]uint64) {
+	t.Helper()
+	const n = vecaddN
 	host := newCmem(t, 3*4*n+4096)
 	for i := 0; i < n; i++ {
 		binary.LittleEndian.PutUint32(host.b[4*i:], math.Float32bits(float32(i)))
 		binary.LittleEndian.PutUint32(host.b[4*n+4*i:], math.Float32bits(float32(2*i)))
 	}
 	var dev [3]uint64
+	var r Result
 	for i := range dev {
 		dev[i], r = d.MemAlloc(th, 4*n)
 		must(t, "MemAlloc", r)
@@ -131,12 +148,7 @@ func TestDriverVecadd(t *testing.T) {
 			t.Fatalf("c[%d] = %v, want %v", i, got, 3*i)
 		}
 	}
-	// Generic copies classify each side.
-	must(t, "Memcpy DtoD", d.Memcpy(th, dev[0], dev[2], 4*n, 0, false))
-	must(t, "Memcpy DtoH", d.Memcpy(th, uint64(host.addr(0)), dev[0], 4*n, 0, false))
-	if !bytes.Equal(host.b[:4*n], host.b[2*4*n:3*4*n]) {
-		t.Error("generic device-to-device-to-host copy differs")
-	}
+	return host, dev
 }
 
 func TestDriverErrors(t *testing.T) {

@@ -76,6 +76,10 @@ func (d *Driver) readImage(addr uintptr, label string) ([]byte, Result) {
 // loadBytes loads an image held in data (which is only read during the call)
 // into session s, for context c or library l (one of them nil).
 func (d *Driver) loadBytes(c *ctxObj, s *session, l *library, data []byte, label string) (*module, Result) {
+	data, r := d.fitImage(s.dev, data, label)
+	if r != cu.CUDA_SUCCESS {
+		return nil, r
+	}
 	p, err := s.s.LoadProgram(bg, data, label)
 	if err != nil {
 		return nil, d.report(opLoad, err) // the error names the label
