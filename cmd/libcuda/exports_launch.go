@@ -108,3 +108,28 @@ func gpuos_cuOccupancyAvailableDynamicSMemPerBlock(shared *uintptr, f uint64, nu
 	}
 	return ret("cuOccupancyAvailableDynamicSMemPerBlock", r)
 }
+
+func clusterQuery(name string, out *int32, f uint64, cfg unsafe.Pointer, q func(shim.Thread, uint64, shim.LaunchConfig) (int32, cu.CUresult)) int32 {
+	if out == nil {
+		return invalidValue
+	}
+	c, r := shim.ReadLaunchConfig(uintptr(cfg))
+	if r != cu.CUDA_SUCCESS {
+		return ret(name, r)
+	}
+	v, r := q(thread(), f, c)
+	if r == cu.CUDA_SUCCESS {
+		*out = v
+	}
+	return ret(name, r)
+}
+
+//export gpuos_cuOccupancyMaxActiveClusters
+func gpuos_cuOccupancyMaxActiveClusters(n *int32, f uint64, cfg unsafe.Pointer) int32 {
+	return clusterQuery("cuOccupancyMaxActiveClusters", n, f, cfg, drv.OccupancyMaxActiveClusters)
+}
+
+//export gpuos_cuOccupancyMaxPotentialClusterSize
+func gpuos_cuOccupancyMaxPotentialClusterSize(size *int32, f uint64, cfg unsafe.Pointer) int32 {
+	return clusterQuery("cuOccupancyMaxPotentialClusterSize", size, f, cfg, drv.OccupancyMaxPotentialClusterSize)
+}

@@ -365,8 +365,6 @@ static int stub_cuMulticastBindMem(void) { return stub(523, 801); }
 static int stub_cuMulticastCreate(void) { return stub(524, 801); }
 static int stub_cuMulticastGetGranularity(void) { return stub(525, 801); }
 static int stub_cuMulticastUnbind(void) { return stub(526, 801); }
-static int stub_cuOccupancyMaxActiveClusters(void) { return stub(530, 801); }
-static int stub_cuOccupancyMaxPotentialClusterSize(void) { return stub(533, 801); }
 static int stub_cuParamSetSize(void) { return stub(534, 801); }
 static int stub_cuParamSetTexRef(void) { return stub(535, 801); }
 static int stub_cuParamSetf(void) { return stub(536, 801); }
@@ -480,7 +478,7 @@ static int stub_cudbgMain(void) { return stub(679, 0); }
 static int stub_cudbgReportDriverApiError(void) { return stub(680, 0); }
 static int stub_cudbgReportDriverInternalError(void) { return stub(681, 0); }
 
-/* The implementation of each entry point: 220 in Go, 462 stubs. */
+/* The implementation of each entry point: 222 in Go, 460 stubs. */
 
 GPUOS_HIDDEN void *const gpuos_impl[682] = {
     (void *)stub_cuArray3DCreate,
@@ -1013,10 +1011,10 @@ GPUOS_HIDDEN void *const gpuos_impl[682] = {
     (void *)gpuos_cuOccupancyAvailableDynamicSMemPerBlock,
     (void *)gpuos_cuOccupancyMaxActiveBlocksPerMultiprocessor,
     (void *)gpuos_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
-    (void *)stub_cuOccupancyMaxActiveClusters,
+    (void *)gpuos_cuOccupancyMaxActiveClusters,
     (void *)gpuos_cuOccupancyMaxPotentialBlockSize,
     (void *)gpuos_cuOccupancyMaxPotentialBlockSizeWithFlags,
-    (void *)stub_cuOccupancyMaxPotentialClusterSize,
+    (void *)gpuos_cuOccupancyMaxPotentialClusterSize,
     (void *)stub_cuParamSetSize,
     (void *)stub_cuParamSetTexRef,
     (void *)stub_cuParamSetf,
@@ -1698,10 +1696,10 @@ GPUOS_HIDDEN void *gpuos_entry[682] = {
     (void *)gpuos_cuOccupancyAvailableDynamicSMemPerBlock,
     (void *)gpuos_cuOccupancyMaxActiveBlocksPerMultiprocessor,
     (void *)gpuos_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
-    (void *)stub_cuOccupancyMaxActiveClusters,
+    (void *)gpuos_cuOccupancyMaxActiveClusters,
     (void *)gpuos_cuOccupancyMaxPotentialBlockSize,
     (void *)gpuos_cuOccupancyMaxPotentialBlockSizeWithFlags,
-    (void *)stub_cuOccupancyMaxPotentialClusterSize,
+    (void *)gpuos_cuOccupancyMaxPotentialClusterSize,
     (void *)stub_cuParamSetSize,
     (void *)stub_cuParamSetTexRef,
     (void *)stub_cuParamSetf,

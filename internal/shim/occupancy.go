@@ -1,6 +1,8 @@
 package shim
 
 import (
+	"math"
+
 	cu "github.com/gpuos/gpuos/internal/abi/cuda"
 )
 
@@ -136,4 +138,86 @@ func (d *Driver) OccupancyAvailableDynamicSMemPerBlock(t Thread, fh uint64, numB
 		return 0, cu.CUDA_SUCCESS
 	}
 	return perBlock - static, cu.CUDA_SUCCESS
+}
+
+// Thread block clusters: gpuos launches none (the protocol's launches have no
+// cluster shape, cuLaunchKernelEx refuses a cluster dimension above 1 and
+// CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH says 0), so the cluster occupancy calls
+// answer for what gpuos can run: a "cluster" of one block is a block, and a
+// larger cluster never fits. A library that probes cluster sizes (cuBLAS does
+// at handle creation, for sizes 1 to 32) learns that clusters are out and picks
+// kernels without them, rather than failing on a refused launch later. The
+// real driver's numbers depend on how many SMs each GPC of the particular chip
+// has, which no attribute tells; they would only matter once gpuos launched
+// clusters.
+
+// clusterShape returns the cluster dimensions of a launch configuration: its
+// CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, else 1x1x1 (no gpuos function has a
+// required cluster size). A zero dimension, or a grid that is not a whole
+// number of clusters, is CUDA_ERROR_INVALID_CLUSTER_SIZE.
+func clusterShape(cfg LaunchConfig) ([3]uint32, Result) {
+	c := [3]uint32{1, 1, 1}
+	for _, a := range cfg.Attrs {
+		if a.ID == cu.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION {
+			v := a.Value[:]
+			c = [3]uint32{leU32(v), leU32(v[4:]), leU32(v[8:])}
+		}
+	}
+	for i := range 3 {
+		if c[i] == 0 || cfg.Grid[i]%c[i] != 0 {
+			return c, cu.CUDA_ERROR_INVALID_CLUSTER_SIZE
+		}
+	}
+	return c, cu.CUDA_SUCCESS
+}
+
+// clusterFunction checks an occupancy query's configuration and returns its
+// function and cluster size in blocks.
+func (d *Driver) clusterFunction(t Thread, fh uint64, cfg LaunchConfig) (*function, uint64, Result) {
+	f, r := d.function(t, fh, AnyDevice)
+	if r != cu.CUDA_SUCCESS {
+		return nil, 0, r
+	}
+	for i := range 3 {
+		if cfg.Grid[i] == 0 || cfg.Block[i] == 0 {
+			return nil, 0, cu.CUDA_ERROR_INVALID_VALUE
+		}
+	}
+	c, r := clusterShape(cfg)
+	if r != cu.CUDA_SUCCESS {
+		return nil, 0, r
+	}
+	return f, uint64(c[0]) * uint64(c[1]) * uint64(c[2]), cu.CUDA_SUCCESS
+}
+
+// OccupancyMaxActiveClusters is cuOccupancyMaxActiveClusters: for clusters of
+// one block, as many as the device holds blocks of the configuration; for
+// larger ones 0 (see above).
+func (d *Driver) OccupancyMaxActiveClusters(t Thread, fh uint64, cfg LaunchConfig) (int32, Result) {
+	f, n, r := d.clusterFunction(t, fh, cfg)
+	if r != cu.CUDA_SUCCESS {
+		return 0, r
+	}
+	if n > 1 {
+		d.log.Once("clusters:occupancy", "cuOccupancyMaxActiveClusters: gpuos launches no thread block clusters: answering 0 for clusters of more than one block")
+		return 0, cu.CUDA_SUCCESS
+	}
+	threads := uint64(cfg.Block[0]) * uint64(cfg.Block[1]) * uint64(cfg.Block[2])
+	sms := uint64(max(f.mod.dev.attr(cu.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT), 1))
+	return int32(min(blocksPerSM(f, threads, uint64(cfg.SharedMem))*sms, math.MaxInt32)), cu.CUDA_SUCCESS
+}
+
+// OccupancyMaxPotentialClusterSize is cuOccupancyMaxPotentialClusterSize: 1,
+// the only cluster size gpuos launches, when a block of the configuration
+// fits on an SM; else 0.
+func (d *Driver) OccupancyMaxPotentialClusterSize(t Thread, fh uint64, cfg LaunchConfig) (int32, Result) {
+	f, _, r := d.clusterFunction(t, fh, cfg)
+	if r != cu.CUDA_SUCCESS {
+		return 0, r
+	}
+	threads := uint64(cfg.Block[0]) * uint64(cfg.Block[1]) * uint64(cfg.Block[2])
+	if blocksPerSM(f, threads, uint64(cfg.SharedMem)) == 0 {
+		return 0, cu.CUDA_SUCCESS
+	}
+	return 1, cu.CUDA_SUCCESS
 }

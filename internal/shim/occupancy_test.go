@@ -1,6 +1,7 @@
 package shim
 
 import (
+	"encoding/binary"
 	"testing"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
@@ -51,5 +52,56 @@ func TestBlocksPerSM(t *testing.T) {
 		if got := blocksPerSM(fn(dv, tt.regs, tt.shared), tt.block, tt.dynShared); got != tt.want {
 			t.Errorf("%s: %d blocks, want %d", tt.name, got, tt.want)
 		}
+	}
+}
+
+// Cluster occupancy answers for what gpuos launches: one-block clusters.
+func TestDriverClusterOccupancy(t *testing.T) {
+	d, _ := newDriver(t)
+	const th = Thread(31)
+	_, r := d.CtxCreate(th, 0, 0)
+	must(t, "CtxCreate", r)
+	f := loadVecadd(t, d, th)
+	perSM, r := d.OccupancyMaxActiveBlocks(th, f, 128, 0, 0)
+	must(t, "OccupancyMaxActiveBlocks", r)
+	cluster := func(x, y, z uint32) cu.CUlaunchAttribute {
+		a := cu.CUlaunchAttribute{ID: cu.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION}
+		binary.LittleEndian.PutUint32(a.Value[0:], x)
+		binary.LittleEndian.PutUint32(a.Value[4:], y)
+		binary.LittleEndian.PutUint32(a.Value[8:], z)
+		return a
+	}
+	cfg := func(grid, block uint32, attrs ...cu.CUlaunchAttribute) LaunchConfig {
+		return LaunchConfig{Grid: [3]uint32{grid, 1, 1}, Block: [3]uint32{block, 1, 1}, Attrs: attrs}
+	}
+	tests := []struct {
+		name  string
+		cfg   LaunchConfig
+		want  int32
+		wantR Result
+	}{
+		{"no cluster dimension: clusters of one block", cfg(8, 128), perSM * 132, cu.CUDA_SUCCESS},
+		{"1x1x1", cfg(8, 128, cluster(1, 1, 1)), perSM * 132, cu.CUDA_SUCCESS},
+		{"2x1x1: gpuos launches none", cfg(8, 128, cluster(2, 1, 1)), 0, cu.CUDA_SUCCESS},
+		{"16x1x1", cfg(16, 128, cluster(16, 1, 1)), 0, cu.CUDA_SUCCESS},
+		{"grid not a whole number of clusters", cfg(8, 128, cluster(3, 1, 1)), 0, cu.CUDA_ERROR_INVALID_CLUSTER_SIZE},
+		{"zero cluster dimension", cfg(8, 128, cluster(0, 1, 1)), 0, cu.CUDA_ERROR_INVALID_CLUSTER_SIZE},
+		{"empty block", cfg(8, 0), 0, cu.CUDA_ERROR_INVALID_VALUE},
+		{"block too large to fit", cfg(8, 2048), 0, cu.CUDA_SUCCESS},
+	}
+	for _, tt := range tests {
+		got, r := d.OccupancyMaxActiveClusters(th, f, tt.cfg)
+		if got != tt.want || r != tt.wantR {
+			t.Errorf("%s: OccupancyMaxActiveClusters = %d, %v; want %d, %v", tt.name, got, r, tt.want, tt.wantR)
+		}
+	}
+	if got, r := d.OccupancyMaxPotentialClusterSize(th, f, cfg(8, 128)); got != 1 || r != cu.CUDA_SUCCESS {
+		t.Errorf("OccupancyMaxPotentialClusterSize = %d, %v; want 1", got, r)
+	}
+	if got, r := d.OccupancyMaxPotentialClusterSize(th, f, cfg(8, 2048)); got != 0 || r != cu.CUDA_SUCCESS {
+		t.Errorf("OccupancyMaxPotentialClusterSize of a block that does not fit = %d, %v; want 0", got, r)
+	}
+	if _, r := d.OccupancyMaxActiveClusters(th, 0xdead, cfg(8, 128)); r != cu.CUDA_ERROR_INVALID_HANDLE {
+		t.Errorf("OccupancyMaxActiveClusters of no function: %v, want CUDA_ERROR_INVALID_HANDLE", r)
 	}
 }
