@@ -120,18 +120,20 @@ func TestSharesConcurrentKernels(t *testing.T) {
 // meanwhile with sliceable kernels of many waves (beN iterations a block).
 //
 // It returns each service kernel's queue+run time on the device's virtual
-// clock — from when the device could have started it (an event its stream
-// records just before it, or the device time the host had seen as it was
-// enqueued, whichever is later) to its end (an event just after): what it
-// waited for best-effort work already released to the device, and ran; the
-// most best-effort
-// dispatches that came between a service command's submission and its
-// issue (what it waited for in the scheduler); and the part of the SMs' time
-// the best-effort kernels used.
+// clock, from the host's device time as the kernel was enqueued (the
+// earliest the device could have started it) to its end, as the sim placed
+// it (sim.Placement): what it waited for on the device — SMs that
+// best-effort work held, and anything its stream waited for — and ran; the
+// most best-effort dispatches that came between a service command's
+// submission and its issue (what it waited for in the scheduler); and the
+// part of the SMs' time the best-effort kernels used.
 //
-// (The sim completes work as soon as it is placed, so the device time the
-// host has seen runs ahead to the end of whatever was observed: a submission
-// has no better virtual "now" than the next record on its stream.)
+// The latency is taken from the placement, not from events around the
+// kernel, because the sim's "now" is the latest device time any host
+// goroutine has observed: between two enqueues of the service (an event,
+// then the kernel) the goroutines that track best-effort completions may
+// observe slices that end later, and how far the clock moves then depends
+// on how the host's threads were scheduled, not on the device.
 func serviceLatency(t *testing.T, sms int, load bool, opts sched.Options, hpN, beN uint32, rounds int) (lat []time.Duration, slipped int64, beUse float64) {
 	t.Helper()
 	g := newSimGPUOf(t, sms, true)
@@ -205,33 +207,25 @@ func serviceLatency(t *testing.T, sms int, load bool, opts sched.Options, hpN, b
 	}
 	q := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 1, Depth: 8})
 	st := g.stream(t, 0)
-	launch := g.launch(st, hpN, 1)
-	zero, _ := g.dev.NewEvent(0)
-	st.Record(zero)
-	zero.Synchronize()
-	zeroAt := st.(*sim.Stream).VirtualTime() // zero's time: the stream did nothing else
-	g.dev.Synchronize()
-	from, blocksFrom := g.dev.HostTime(), beBlocks.Load()
-	for range rounds {
-		a, _ := g.dev.NewEvent(0)
-		b, _ := g.dev.NewEvent(0)
-		var issuedAt int64
-		var seen time.Duration
+	// The service's kernel is its own load of work, so that the trace
+	// tells its placements apart.
+	svc := g.function(t)
+	placed := make(chan sim.Placement, rounds+1)
+	if err := g.dev.TracePlacements(func(p sim.Placement) {
+		if p.Function == svc {
+			placed <- p
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.dev.TracePlacements(nil) })
+	launch := g.launchOf(svc, st, hpN, 1)
+	request := func() (issuedAt int64) {
 		done := make(chan error, 1)
 		c := &sched.Command{Kind: sched.Compute, Stream: st, Flags: sched.Sync,
 			Issue: func() error {
 				issuedAt = dispatches.Add(1)
-				if err := st.Record(a); err != nil {
-					return err
-				}
-				// The host's device time as the kernel is enqueued: it
-				// starts no earlier (other goroutines observing
-				// best-effort work may have moved it past a).
-				seen = g.dev.HostTime()
-				if err := launch(); err != nil {
-					return err
-				}
-				return st.Record(b)
+				return launch()
 			},
 			Done: func(err error) { done <- err }}
 		if err := q.Submit(ctx, c); err != nil {
@@ -240,15 +234,24 @@ func serviceLatency(t *testing.T, sms int, load bool, opts sched.Options, hpN, b
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		d, err := b.Elapsed(a)
-		if err != nil {
-			t.Fatal(err)
+		return issuedAt
+	}
+	// A first request makes the service active: from its submission on,
+	// best-effort kernels are sliced. Those issued whole before it are
+	// behind the host once the device has been synchronized.
+	request()
+	g.dev.Synchronize()
+	<-placed
+	from, blocksFrom := g.dev.HostTime(), beBlocks.Load()
+	for range rounds {
+		issuedAt := request()
+		var p sim.Placement
+		select {
+		case p = <-placed:
+		default:
+			t.Fatal("the service's kernel completed without a placement")
 		}
-		end, err := b.Elapsed(zero)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lat = append(lat, min(d, zeroAt+end-seen))
+		lat = append(lat, p.End-p.Enqueued)
 		slipped = max(slipped, issuedAt-atSubmit-1)
 		time.Sleep(50 * time.Microsecond)
 	}
@@ -288,19 +291,14 @@ func TestPriorityLatencyConcurrentKernels(t *testing.T) {
 		beN    = 16 // 51 µs a block
 		rounds = 300
 	)
-	const warmRounds = 3
 	alone, _, _ := serviceLatency(t, sms, false, sched.Options{}, hpN, beN, rounds)
 	t.Run("reserve", func(t *testing.T) {
 		loaded, slipped, use := serviceLatency(t, sms, true, sched.Options{}, hpN, beN, rounds)
-		// The first requests find best-effort kernels issued whole before
-		// the service was active (a second before its first submission).
-		warm := loaded[:warmRounds]
-		loaded = loaded[warmRounds:]
 		ratio := float64(p99(loaded)) / float64(p99(alone))
 		top := slices.Clone(loaded)
 		slices.Sort(top)
-		t.Logf("service P99 alone %v, under load %v (%.2fx, median %v, worst %v; first %v); best-effort dispatches that slipped in: %d; best-effort use of the SMs %.3f",
-			p99(alone), p99(loaded), ratio, median(loaded), top[len(top)-5:], warm, slipped, use)
+		t.Logf("service P99 alone %v, under load %v (%.2fx, median %v, worst %v); best-effort dispatches that slipped in: %d; best-effort use of the SMs %.3f",
+			p99(alone), p99(loaded), ratio, median(loaded), top[len(top)-5:], slipped, use)
 		if ratio > 1.2 {
 			t.Errorf("service P99 under load is %.2fx alone, want <= 1.2x", ratio)
 		}
@@ -313,7 +311,6 @@ func TestPriorityLatencyConcurrentKernels(t *testing.T) {
 	})
 	t.Run("no reserve", func(t *testing.T) {
 		loaded, _, use := serviceLatency(t, sms, true, sched.Options{Reserve: -1}, hpN, beN, rounds)
-		loaded = loaded[warmRounds:]
 		ratio := float64(p99(loaded)) / float64(p99(alone))
 		t.Logf("service P99 alone %v, under load %v (%.2fx, median %v); best-effort use of the SMs %.3f",
 			p99(alone), p99(loaded), ratio, median(loaded), use)

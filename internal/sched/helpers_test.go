@@ -71,6 +71,21 @@ func newSimGPUOf(t testing.TB, sms int, concurrent bool) *simGPU {
 	return &simGPU{dev: d.(*sim.Device), work: fn}
 }
 
+// function loads work again: a kernel of its own, which a placement trace
+// tells apart from g.work.
+func (g *simGPU) function(t testing.TB) backend.Function {
+	t.Helper()
+	mod, err := g.dev.LoadModule([]byte(workPTX))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := mod.Function("work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fn
+}
+
 func (g *simGPU) stream(t testing.TB, prio int) backend.Stream {
 	t.Helper()
 	st, err := g.dev.NewStream(prio)
@@ -87,9 +102,14 @@ func params(n uint32) []byte {
 
 // launch returns an Issue that launches work(n) with blocks blocks.
 func (g *simGPU) launch(st backend.Stream, n, blocks uint32) func() error {
+	return g.launchOf(g.work, st, n, blocks)
+}
+
+// launchOf is launch of fn, a load of work.
+func (g *simGPU) launchOf(fn backend.Function, st backend.Stream, n, blocks uint32) func() error {
 	p := params(n)
 	return func() error {
-		return st.Launch(g.work, backend.LaunchConfig{Grid: [3]uint32{blocks, 1, 1}, Block: [3]uint32{1, 1, 1}}, p)
+		return st.Launch(fn, backend.LaunchConfig{Grid: [3]uint32{blocks, 1, 1}, Block: [3]uint32{1, 1, 1}}, p)
 	}
 }
 

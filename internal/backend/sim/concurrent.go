@@ -3,7 +3,10 @@ package sim
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/gpuos/gpuos/internal/backend"
 )
 
 // With Options.ConcurrentKernels the compute engine is a set of SMs, each
@@ -27,8 +30,9 @@ import (
 // order (a command waits for the one enqueued before it on its engine); the
 // mutex only keeps the race detector informed.
 type smPool struct {
-	mu   sync.Mutex
-	busy [][]span // per SM, sorted, disjoint
+	mu    sync.Mutex
+	busy  [][]span // per SM, sorted, disjoint
+	trace atomic.Pointer[func(Placement)]
 }
 
 type span struct{ from, to uint64 }
@@ -36,10 +40,10 @@ type span struct{ from, to uint64 }
 func newSMPool(n int) *smPool { return &smPool{busy: make([][]span, max(n, 1))} }
 
 // place runs blocks blocks of dur ns each, none starting before eligible,
-// and returns when the last one ends. Nothing can arrive before floor any
+// and returns when the first one starts and the last one ends. Nothing can arrive before floor any
 // more (the host floor only rises, and placements come in enqueue order), so
 // intervals that end by then are forgotten.
-func (p *smPool) place(floor, eligible, blocks, dur uint64) uint64 {
+func (p *smPool) place(floor, eligible, blocks, dur uint64) (start, end uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	idleFrom := uint64(0) // when every SM is idle for good
@@ -53,7 +57,7 @@ func (p *smPool) place(floor, eligible, blocks, dur uint64) uint64 {
 			idleFrom = max(idleFrom, p.busy[i][n-1].to)
 		}
 	}
-	end := eligible
+	start, end = ^uint64(0), eligible
 	n := uint64(len(p.busy))
 	if waves := blocks / n; waves > 0 && idleFrom <= eligible {
 		// The device is idle from eligible on: whole waves side by side.
@@ -61,7 +65,7 @@ func (p *smPool) place(floor, eligible, blocks, dur uint64) uint64 {
 			p.busy[i] = append(p.busy[i], span{eligible, eligible + waves*dur})
 		}
 		blocks -= waves * n
-		end = eligible + waves*dur
+		start, end = eligible, eligible+waves*dur
 	}
 	for ; blocks > 0; blocks-- {
 		best, bestAt, bestIdle := 0, ^uint64(0), uint64(0)
@@ -71,16 +75,10 @@ func (p *smPool) place(floor, eligible, blocks, dur uint64) uint64 {
 				best, bestAt, bestIdle = i, at, idle
 			}
 		}
-		if DebugPlace && blocks == 1 && dur == 21000 && bestAt > eligible {
-			fmt.Printf("HP eligible %d starts %d floor %d\n", eligible, bestAt, floor)
-			for i, b := range p.busy {
-				fmt.Printf("  SM%d: %v\n", i, b)
-			}
-		}
 		p.busy[best] = insert(p.busy[best], span{bestAt, bestAt + dur})
-		end = max(end, bestAt+dur)
+		start, end = min(start, bestAt), max(end, bestAt+dur)
 	}
-	return end
+	return min(start, end), end
 }
 
 // fit is the earliest start at or after from of an interval of length dur
@@ -124,7 +122,52 @@ func (d *Device) placeKernel(c *cmd, total, overhead, blocks uint64) {
 	waves := (blocks + sms - 1) / sms
 	work := total - min(overhead, total)
 	dur := (work + waves - 1) / waves
-	c.end = d.sms.place(c.floor, c.start+overhead, blocks, dur)
+	var start uint64
+	start, c.end = d.sms.place(c.floor, c.start+overhead, blocks, dur)
+	if f := d.sms.trace.Load(); f != nil {
+		var fn backend.Function
+		if c.fn != nil {
+			fn = c.fn
+		}
+		(*f)(Placement{Function: fn, Blocks: int(blocks), Enqueued: nsDuration(c.floor), Ready: nsDuration(c.start),
+			Start: nsDuration(start), End: nsDuration(c.end)})
+	}
+}
+
+// Placement is where the compute engine put one command (with
+// Options.ConcurrentKernels): what a profiler's timeline shows of it.
+type Placement struct {
+	Function backend.Function // the kernel; nil for a memset or a device-to-device copy
+	Blocks   int
+	// Enqueued is the host's device time (HostTime) when the command was
+	// enqueued: the earliest the device could have started it.
+	Enqueued time.Duration
+	// Ready is when its stream let it start: Enqueued, or later for the
+	// stream's previous command and the events it waits for.
+	Ready time.Duration
+	// Start is when its first block began on an SM: Ready plus the launch
+	// overhead, or later if no SM was free. End is when its last block ended.
+	Start, End time.Duration
+}
+
+// TracePlacements calls f with each command the compute engine places from
+// now on, in placement order, on the goroutine of the command's stream
+// before the command completes (so a host that waited for the command sees
+// its call); nil stops it. f must not block or call the device. A
+// placement's times do not depend on when the host observes anything after
+// the command was enqueued, so End - Enqueued is the command's queueing and
+// running on the device alone. Without ConcurrentKernels there are no
+// placements: the error matches backend.ErrUnsupported.
+func (d *Device) TracePlacements(f func(Placement)) error {
+	if d.sms == nil {
+		return fmt.Errorf("trace placements: kernels run one at a time (no Options.ConcurrentKernels): %w", backend.ErrUnsupported)
+	}
+	if f == nil {
+		d.sms.trace.Store(nil)
+	} else {
+		d.sms.trace.Store(&f)
+	}
+	return nil
 }
 
 // spread places a memset or device-to-device copy (its end already set as
@@ -135,5 +178,3 @@ func (d *Device) spread(c *cmd, overhead time.Duration) {
 	}
 	d.placeKernel(c, c.end-c.start, uint64(overhead), uint64(max(d.opts.SMs, 1)))
 }
-
-var DebugPlace bool

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -142,5 +143,36 @@ func TestConcurrentKernelsBackfill(t *testing.T) {
 	}
 	if want := []time.Duration{2000, 4000, 2500}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("times = %v, want %v", got, want)
+	}
+}
+
+// TracePlacements reports each kernel's place on the virtual clock: when the
+// host enqueued it, when its stream let it start, and its blocks' span.
+func TestTracePlacements(t *testing.T) {
+	d := openTest(t, Options{Granularity: G, Memory: 16 * G, SMs: 2, Cost: exactCost, ConcurrentKernels: true})
+	_, fns := loadTest(t, d)
+	var got []Placement
+	must(t, d.TracePlacements(func(p Placement) { got = append(got, p) }))
+	low, high := newStream(t, d), newStream(t, d)
+	must(t, low.Launch(fns["work"], grid1(4, 32), workParams(4000, 0))) // 2 waves of 1000 ns: [1000, 3000)
+	must(t, high.Launch(fns["work"], grid1(1, 32), workParams(100, 0))) // waits for an SM: [3000, 3100)
+	must(t, high.Synchronize())                                          // the host has seen 3100
+	must(t, high.Launch(fns["work"], grid1(1, 32), workParams(100, 0))) // [4100, 4200)
+	must(t, d.Synchronize())
+	must(t, d.TracePlacements(nil))
+	must(t, low.Launch(fns["work"], grid1(1, 32), workParams(100, 0)))
+	must(t, d.Synchronize())
+	want := []Placement{
+		{Function: fns["work"], Blocks: 4, Enqueued: 0, Ready: 0, Start: 1000, End: 3000},
+		{Function: fns["work"], Blocks: 1, Enqueued: 0, Ready: 0, Start: 3000, End: 3100},
+		{Function: fns["work"], Blocks: 1, Enqueued: 3100, Ready: 3100, Start: 4100, End: 4200},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("placements:\n have %v\n want %v", got, want)
+	}
+
+	one := openTest(t, Options{Granularity: G, Memory: 16 * G, SMs: 2, Cost: exactCost})
+	if err := one.TracePlacements(func(Placement) {}); !errors.Is(err, backend.ErrUnsupported) {
+		t.Errorf("without ConcurrentKernels: have %v, want an error matching backend.ErrUnsupported", err)
 	}
 }
