@@ -369,12 +369,26 @@ func (s *Session) checkTrustedArgs(k *kernelObj, params []byte, pointers []bool)
 	}
 	prm := k.fn.Params()[i]
 	return fmt.Errorf("%w: kernel %s argument %d (bytes %d..%d) is %#x, neither 0 nor inside the session's window %#x..%#x "+
-		"(an 8-byte scalar argument is checked like a pointer)", ErrTrustedArgument, k.name, i, prm.Offset, prm.Offset+8, v, uint64(lo), uint64(hi))
+		"(an 8-byte scalar argument between %#x and %#x is checked like a pointer)", ErrTrustedArgument, k.name, i, prm.Offset, prm.Offset+8, v, uint64(lo), uint64(hi), uint64(noAddressBelow), uint64(noAddressFrom))
 }
 
+// An 8-byte argument is checked only where it could be an address: below
+// noAddressBelow (64 KiB, the default of Linux's vm.mmap_min_addr: nothing in
+// the daemon's process, host or device memory, lies there) or from
+// noAddressFrom (2^57: beyond the user address space of x86-64 with 5-level
+// paging and of arm64, and beyond the virtual addresses of NVIDIA GPUs) a
+// value names no memory a kernel could read. Machine code's 8-byte scalars are
+// mostly there (small counts and seeds, negative numbers, doubles, pairs whose
+// upper word is a float such as CUB's ArgMax initial value), so they pass; a
+// scalar between the two bounds is still taken for a pointer.
+const (
+	noAddressBelow = 64 << 10
+	noAddressFrom  = 1 << 57
+)
+
 // outsideArg finds the first 8-byte argument, among those pointers marks
-// (all, if pointers is nil), that is not 0, not in [lo, hi) and not accepted
-// by other; ok is true when there is none.
+// (all, if pointers is nil), that could be an address and is not 0, not in
+// [lo, hi) and not accepted by other; ok is true when there is none.
 func outsideArg(params []byte, layout []backend.Param, pointers []bool, lo, hi uint64, other func(uint64) bool) (int, uint64, bool) {
 	for i, prm := range layout {
 		if prm.Size != 8 || int(prm.Offset)+8 > len(params) {
@@ -384,7 +398,7 @@ func outsideArg(params []byte, layout []backend.Param, pointers []bool, lo, hi u
 			continue
 		}
 		v := binary.LittleEndian.Uint64(params[prm.Offset:])
-		if v == 0 || (v >= lo && v < hi) || (other != nil && other(v)) {
+		if v < noAddressBelow || v >= noAddressFrom || (v >= lo && v < hi) || (other != nil && other(v)) {
 			continue
 		}
 		return i, v, false

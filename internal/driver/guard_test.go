@@ -2,6 +2,7 @@ package driver
 
 import (
 	"encoding/binary"
+	"math"
 	"testing"
 
 	"github.com/gpuos/gpuos/internal/backend"
@@ -31,8 +32,15 @@ func TestOutsideArg(t *testing.T) {
 		{"a module global the session looked up", pack(0x9000, 0, lo), nil, true, 0},
 		{"pointer past the end", pack(lo, 0, hi), nil, false, 2},
 		{"pointer below", pack(lo-8, 0, lo), nil, false, 0},
-		{"an 8-byte scalar of SASS: the false positive", pack(lo, 0, 12345), nil, false, 2},
-		{"an 8-byte scalar PTX shows is no pointer", pack(lo, 0, 12345), []bool{true, false, false}, true, 0},
+		{"an 8-byte scalar of SASS that could be an address: the false positive", pack(lo, 0, 0x7f00_0000_0000), nil, false, 2},
+		{"an 8-byte scalar PTX shows is no pointer", pack(lo, 0, 0x7f00_0000_0000), []bool{true, false, false}, true, 0},
+		{"a small count or seed is no address", pack(lo, 0, 7), nil, true, 0},
+		{"the last value below the first mappable page", pack(noAddressBelow-1, 0, lo), nil, true, 0},
+		{"the first mappable page", pack(noAddressBelow, 0, lo), nil, false, 0},
+		{"CUB's ArgMax initial value {1, -FLT_MAX} is no address", pack(lo, 0, 0xff7f_ffff_0000_0001), nil, true, 0},
+		{"a double is no address", pack(lo, 0, math.Float64bits(0.37)), nil, true, 0},
+		{"a negative number is no address", pack(lo, 0, 0xffff_ffff_ffff_fff6), nil, true, 0},
+		{"the last value below 2^57 could be one", pack(lo, 0, noAddressFrom-1), nil, false, 2},
 		{"a pointer PTX shows is one", pack(lo, 0, hi+64), []bool{true, false, true}, false, 2},
 		{"short buffer: nothing to read", pack(lo, 0, 12345)[:12], nil, true, 0},
 	}
