@@ -29,6 +29,12 @@ import (
 //     (or less dynamic shared memory) than the proofs allow therefore only
 //     loses speed, never isolation or correctness.
 //
+// Loops that advance a pointer beside a counter (nvcc strength-reduces
+// buf[tid + k*ntid] into p += 4*ntid; k += 1) keep a fact p - s·k ∈ v (lin):
+// each increment moves v exactly, so it survives the loop head where
+// widening drops p's own bounds, and the counter's range from the loop's
+// test bounds p again at the access.
+//
 // Soundness. A register's abstract value is an interval [lo, hi] of affine
 // forms c + Σ k_i·a_i over atoms that are never negative (%ntid.x, .y, .z
 // and the shared variables' addresses), plus a congruence (v ≡ rem mod 2^j),
@@ -82,13 +88,25 @@ type rel struct {
 	d    int64
 }
 
+// lin is the fact x - s·y ∈ v between two registers' integers, s a form
+// that is never negative: a pointer that advances by s each time its loop's
+// counter advances by 1 (nvcc strength-reduces buf[tid + k*ntid] into
+// p += 4*ntid beside k += 1). With y's range from the loop's test it bounds
+// x after widening has dropped x's own bounds.
+type lin struct {
+	x, y string
+	s    *form
+	v    aval
+}
+
 type rstate struct {
 	vals map[string]aval
 	rels []rel
+	lins []lin
 }
 
 func (s *rstate) clone() *rstate {
-	n := &rstate{vals: make(map[string]aval, len(s.vals)), rels: append([]rel(nil), s.rels...)}
+	n := &rstate{vals: make(map[string]aval, len(s.vals)), rels: append([]rel(nil), s.rels...), lins: append([]lin(nil), s.lins...)}
 	for k, v := range s.vals {
 		n.vals[k] = v
 	}
@@ -128,6 +146,11 @@ type rangeAnalysis struct {
 	atomVar []*ptx.Var     // atom → variable (nil for the dimensions)
 	ntidMin [3]int64
 	ntidMax [3]int64
+	// linPairs are the (pointer, counter) pairs whose lin facts the
+	// analysis tracks: registers incremented in the same basic block, the
+	// counter by 1.
+	linPairs [][2]string
+	linStep  map[[2]string]ptx.Operand // a pair's pointer increment
 }
 
 // ---- forms ------------------------------------------------------------------
@@ -664,6 +687,163 @@ func (ra *rangeAnalysis) step(in *ptx.Instruction, st *rstate) {
 	if _, isAddr := in.Operands[0].(*ptx.Address); isAddr {
 		return
 	}
+	if len(st.lins) > 0 || len(ra.linPairs) > 0 {
+		ra.stepLins(in, defs, st)
+	}
+	ra.stepVals(in, defs, st)
+	if len(ra.linPairs) > 0 {
+		ra.makeLins(defs, st)
+	}
+}
+
+// selfAdd returns t when in is an unguarded 32-bit "add d, d, t".
+func selfAdd(in *ptx.Instruction) (d string, t ptx.Operand, ok bool) {
+	if in.Opcode != "add" || in.Guard != nil || len(in.Operands) != 3 {
+		return "", nil, false
+	}
+	if _, is := is32(in); !is {
+		return "", nil, false
+	}
+	dr, ok1 := in.Operands[0].(*ptx.Reg)
+	sr, ok2 := in.Operands[1].(*ptx.Reg)
+	if !ok1 || !ok2 || dr.Name != sr.Name || strings.Contains(dr.Name, ".") {
+		return "", nil, false
+	}
+	return dr.Name, in.Operands[2], true
+}
+
+// stepLins carries the lin facts over in (before st takes in's result):
+// x += t adds t's value to v; y += k subtracts s·k; any other definition
+// of x or y ends the fact (makeLins may start a new one).
+func (ra *rangeAnalysis) stepLins(in *ptx.Instruction, defs []string, st *rstate) {
+	d, t, self := selfAdd(in)
+	out := st.lins[:0]
+	for _, l := range st.lins {
+		hit := false
+		for _, x := range defs {
+			hit = hit || x == l.x || x == l.y
+		}
+		if !hit {
+			out = append(out, l)
+			continue
+		}
+		if !self || len(defs) != 1 || l.x == l.y {
+			continue
+		}
+		var nv aval
+		switch d {
+		case l.x:
+			tv := ra.operand(t, st)
+			if tv.lo == nil || tv.hi == nil {
+				continue
+			}
+			nv = ra.add(l.v, tv, 1)
+		case l.y:
+			k, ok := t.(*ptx.Int)
+			if !ok || k.Value < -(1<<20) || k.Value > 1<<20 {
+				continue
+			}
+			nv = ra.add(l.v, ra.mulConst(ra.formVal(l.s), k.Value), -1)
+		}
+		if nv.lo == nil || nv.hi == nil {
+			continue
+		}
+		l.v = nv
+		out = append(out, l)
+	}
+	st.lins = out
+}
+
+// makeLins starts the fact x - s·y ∈ v for a tracked pair where in defined
+// x or y and left y one known constant c: v is x's value less s·c. s is the
+// value, one form, of what the pair's increment adds to x.
+func (ra *rangeAnalysis) makeLins(defs []string, st *rstate) {
+	for _, pr := range ra.linPairs {
+		hit := false
+		for _, d := range defs {
+			hit = hit || d == pr[0] || d == pr[1]
+		}
+		if !hit {
+			continue
+		}
+		have := false
+		for _, l := range st.lins {
+			have = have || (l.x == pr[0] && l.y == pr[1])
+		}
+		if have {
+			continue
+		}
+		yv, xv := st.get(pr[1]), st.get(pr[0])
+		if yv.lo == nil || !yv.lo.equal(yv.hi) || !yv.lo.constOnly() || xv.lo == nil || xv.hi == nil {
+			continue
+		}
+		s := ra.linStep[pr]
+		if s == nil {
+			continue
+		}
+		sv := ra.operand(s, st)
+		if sv.lo == nil || !sv.lo.equal(sv.hi) || !ra.nonNegative(sv.lo) {
+			continue
+		}
+		v := ra.add(xv, ra.mulConst(ra.formVal(sv.lo), yv.lo.c), -1)
+		if v.lo == nil || v.hi == nil {
+			continue
+		}
+		st.lins = append(st.lins, lin{x: pr[0], y: pr[1], s: sv.lo, v: v})
+	}
+}
+
+// nonNegative reports whether f >= 0 for every value of the atoms.
+func (ra *rangeAnalysis) nonNegative(f *form) bool {
+	if f.c < 0 {
+		return false
+	}
+	for _, k := range f.k {
+		if k < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// formVal is the value of exactly f.
+func (ra *rangeAnalysis) formVal(f *form) aval {
+	m := int64(maxMod)
+	for _, k := range f.k {
+		if k != 0 {
+			m = min(m, lowbit(k))
+		}
+	}
+	return aval{lo: f, hi: f, mod: m, rem: modp(f.c, m)}
+}
+
+// linBound is what the lin facts on x give with their counters' ranges.
+func (ra *rangeAnalysis) linBound(x string, v aval, st *rstate) aval {
+	for _, l := range st.lins {
+		if l.x != x {
+			continue
+		}
+		a, b, ok := ra.intRange(st.get(l.y))
+		if !ok || a < -(1<<20) || b > 1<<20 {
+			continue
+		}
+		// s >= 0: s·y lies in [s·a, s·b] for y in [a, b].
+		sy := aval{lo: ra.scale(l.s, a), hi: ra.scale(l.s, b), mod: ra.formVal(l.s).mod}
+		if sy.lo == nil || sy.hi == nil {
+			continue
+		}
+		if a == b {
+			sy = ra.mulConst(ra.formVal(l.s), a)
+		}
+		if w := ra.add(l.v, sy, 1); w.lo != nil && w.hi != nil {
+			v = ra.meet(v, w)
+		}
+	}
+	return v
+}
+
+// stepVals sets the values in defines.
+func (ra *rangeAnalysis) stepVals(in *ptx.Instruction, defs []string, st *rstate) {
 	v := top
 	if len(defs) == 1 {
 		if _, isReg := in.Operands[0].(*ptx.Reg); isReg {
@@ -972,6 +1152,7 @@ func analyzeRanges(r *fnRewriter) *rangeResult {
 			delete(ra.single, d)
 		}
 	}
+	ra.findLinPairs()
 	nb := len(fl.start)
 	end := func(b int) int {
 		if b+1 < nb {
@@ -1193,6 +1374,15 @@ func (ra *rangeAnalysis) joinStates(a, b *rstate) *rstate {
 			}
 		}
 	}
+	for _, la := range a.lins {
+		for _, lb := range b.lins {
+			if la.x == lb.x && la.y == lb.y && la.s.equal(lb.s) {
+				if j := ra.join(la.v, lb.v); j.lo != nil && j.hi != nil {
+					out.lins = append(out.lins, lin{x: la.x, y: la.y, s: la.s, v: j})
+				}
+			}
+		}
+	}
 	return out
 }
 
@@ -1217,6 +1407,16 @@ func (ra *rangeAnalysis) widen(old, nw *rstate) *rstate {
 			out.vals[k] = v
 		}
 	}
+	// A lin fact whose bounds still move is dropped (it bounds nothing
+	// without both).
+	out.lins = out.lins[:0]
+	for _, l := range nw.lins {
+		for _, o := range old.lins {
+			if o.x == l.x && o.y == l.y && o.s.equal(l.s) && o.v.lo.equal(l.v.lo) && o.v.hi.equal(l.v.hi) {
+				out.lins = append(out.lins, l)
+			}
+		}
+	}
 	return out
 }
 
@@ -1232,6 +1432,15 @@ func (ra *rangeAnalysis) sameState(a, b *rstate) bool {
 	}
 	for i := range a.rels {
 		if a.rels[i] != b.rels[i] {
+			return false
+		}
+	}
+	if len(a.lins) != len(b.lins) {
+		return false
+	}
+	for i := range a.lins {
+		l, m := a.lins[i], b.lins[i]
+		if l.x != m.x || l.y != m.y || !l.s.equal(m.s) || !l.v.equal(m.v) {
 			return false
 		}
 	}
@@ -1332,7 +1541,7 @@ func (ra *rangeAnalysis) proveAccess(in *ptx.Instruction, at int, st *rstate) (p
 		if ra.r.regType(b.Name).Bits() != 32 {
 			return proof{}, false
 		}
-		v = ra.deep(b, st, at, 8)
+		v = ra.linBound(b.Name, ra.deep(b, st, at, 8), st)
 	case *ptx.Symbol:
 		v = ra.operand(b, st)
 	default:
@@ -1383,3 +1592,64 @@ func (ra *rangeAnalysis) proveAccess(in *ptx.Instruction, at int, st *rstate) (p
 }
 
 var dbgHook func(*ptx.Instruction, *rstate)
+
+// findLinPairs lists the (pointer, counter) pairs: a register x with an
+// unguarded "add x, x, t" and a register y with "add y, y, 1" in the same
+// basic block. x's increments must all add the same operand.
+func (ra *rangeAnalysis) findLinPairs() {
+	type inc struct {
+		block int
+		t     ptx.Operand
+	}
+	incs := map[string][]inc{}
+	var names []string
+	for i, n := range ra.nodes {
+		if d, t, ok := selfAdd(n.in); ok {
+			if _, seen := incs[d]; !seen {
+				names = append(names, d)
+			}
+			incs[d] = append(incs[d], inc{ra.fl.block[i], t})
+		}
+	}
+	ra.linStep = map[[2]string]ptx.Operand{}
+	for _, x := range names {
+		xs := incs[x]
+		same := true
+		for _, a := range xs[1:] {
+			same = same && operandKey(a.t) == operandKey(xs[0].t)
+		}
+		if !same {
+			continue
+		}
+		for _, y := range names {
+			if y == x {
+				continue
+			}
+			paired := false
+			for _, b := range incs[y] {
+				one, ok := b.t.(*ptx.Int)
+				if !ok || one.Value != 1 {
+					continue
+				}
+				for _, a := range xs {
+					paired = paired || a.block == b.block
+				}
+			}
+			if paired && len(ra.linPairs) < 64 {
+				pr := [2]string{x, y}
+				ra.linPairs = append(ra.linPairs, pr)
+				ra.linStep[pr] = xs[0].t
+			}
+		}
+	}
+}
+
+func operandKey(o ptx.Operand) string {
+	switch o := o.(type) {
+	case *ptx.Reg:
+		return "r" + o.Name
+	case *ptx.Int:
+		return "i" + strconv.FormatInt(o.Value, 10)
+	}
+	return "?"
+}
