@@ -23,6 +23,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -363,33 +365,63 @@ func (s *Session) guardLaunch(k *kernelObj, params []byte) error {
 // checking machine code the guard cannot read.
 func (s *Session) checkTrustedArgs(k *kernelObj, params []byte, pointers []bool) error {
 	lo, hi := s.window.GuardRange()
-	i, v, ok := outsideArg(params, k.fn.Params(), pointers, uint64(lo), uint64(hi), func(a uint64) bool { return s.inGlobal(a, 1) })
+	floor := addressFloor()
+	i, v, ok := outsideArg(params, k.fn.Params(), pointers, floor, uint64(lo), uint64(hi), func(a uint64) bool { return s.inGlobal(a, 1) })
 	if ok {
 		return nil
 	}
 	prm := k.fn.Params()[i]
-	return fmt.Errorf("%w: kernel %s argument %d (bytes %d..%d) is %#x, neither 0 nor inside the session's window %#x..%#x "+
-		"(an 8-byte scalar argument between %#x and %#x is checked like a pointer)", ErrTrustedArgument, k.name, i, prm.Offset, prm.Offset+8, v, uint64(lo), uint64(hi), uint64(noAddressBelow), uint64(noAddressFrom))
+	return fmt.Errorf("%w: kernel %s argument %d (bytes %d..%d) is %#x, not inside the session's window %#x..%#x "+
+		"(an 8-byte argument from %#x up to %#x could be an address and is checked like a pointer)",
+		ErrTrustedArgument, k.name, i, prm.Offset, prm.Offset+8, v, uint64(lo), uint64(hi), floor, uint64(noAddressFrom))
 }
 
-// An 8-byte argument is checked only where it could be an address: below
-// noAddressBelow (64 KiB, the default of Linux's vm.mmap_min_addr: nothing in
-// the daemon's process, host or device memory, lies there) or from
+// An 8-byte argument is checked only where it could be an address. Below the
+// lowest address mapped in the daemon's process (read from /proc/self/maps
+// when a trusted argument is first checked, after the driver is up; never
+// taken above 4 MiB, where a non-PIE daemon's text starts, nor below 64 KiB,
+// the default of Linux's vm.mmap_min_addr) nothing lies, neither host memory
+// nor device memory, which shares the process's address space; from
 // noAddressFrom (2^57: beyond the user address space of x86-64 with 5-level
-// paging and of arm64, and beyond the virtual addresses of NVIDIA GPUs) a
-// value names no memory a kernel could read. Machine code's 8-byte scalars are
-// mostly there (small counts and seeds, negative numbers, doubles, pairs whose
-// upper word is a float such as CUB's ArgMax initial value), so they pass; a
-// scalar between the two bounds is still taken for a pointer.
+// paging and of arm64, and beyond NVIDIA GPUs' virtual addresses) nothing
+// can. A value there names no memory a kernel could read or write, and
+// machine code's 8-byte scalars are mostly there: counts, offsets and seeds
+// (cuRAND's), negative numbers, doubles, pairs whose upper word is a float
+// (CUB's ArgMax initial value). So they pass; a scalar between the two bounds
+// is still taken for a pointer.
 const (
-	noAddressBelow = 64 << 10
-	noAddressFrom  = 1 << 57
+	leastAddressFloor = 64 << 10
+	mostAddressFloor  = 4 << 20
+	noAddressFrom     = 1 << 57
 )
 
+// addressFloor is the lowest value taken for an address, worked out once.
+var addressFloor = sync.OnceValue(func() uint64 {
+	maps, _ := os.ReadFile("/proc/self/maps")
+	return floorOf(maps)
+})
+
+// floorOf is the address floor a /proc/self/maps text gives: its first
+// (lowest) mapping's start, within [leastAddressFloor, mostAddressFloor];
+// leastAddressFloor if the text does not say.
+func floorOf(maps []byte) uint64 {
+	line, _, _ := bytes.Cut(maps, []byte("\n"))
+	start, _, ok := bytes.Cut(line, []byte("-"))
+	if !ok {
+		return leastAddressFloor
+	}
+	v, err := strconv.ParseUint(string(start), 16, 64)
+	if err != nil {
+		return leastAddressFloor
+	}
+	return min(max(v, leastAddressFloor), mostAddressFloor)
+}
+
 // outsideArg finds the first 8-byte argument, among those pointers marks
-// (all, if pointers is nil), that could be an address and is not 0, not in
-// [lo, hi) and not accepted by other; ok is true when there is none.
-func outsideArg(params []byte, layout []backend.Param, pointers []bool, lo, hi uint64, other func(uint64) bool) (int, uint64, bool) {
+// (all, if pointers is nil), that could be an address (floor <= v <
+// noAddressFrom) and is not in [lo, hi) and not accepted by other; ok is true
+// when there is none.
+func outsideArg(params []byte, layout []backend.Param, pointers []bool, floor, lo, hi uint64, other func(uint64) bool) (int, uint64, bool) {
 	for i, prm := range layout {
 		if prm.Size != 8 || int(prm.Offset)+8 > len(params) {
 			continue
@@ -398,7 +430,7 @@ func outsideArg(params []byte, layout []backend.Param, pointers []bool, lo, hi u
 			continue
 		}
 		v := binary.LittleEndian.Uint64(params[prm.Offset:])
-		if v < noAddressBelow || v >= noAddressFrom || (v >= lo && v < hi) || (other != nil && other(v)) {
+		if v < floor || v >= noAddressFrom || (v >= lo && v < hi) || (other != nil && other(v)) {
 			continue
 		}
 		return i, v, false

@@ -9,7 +9,7 @@ import (
 )
 
 func TestOutsideArg(t *testing.T) {
-	const lo, hi = 0x1000_0000, 0x2000_0000
+	const floor, lo, hi = 4 << 20, 0x1000_0000, 0x2000_0000
 	layout := []backend.Param{{Offset: 0, Size: 8}, {Offset: 8, Size: 4}, {Offset: 16, Size: 8}}
 	pack := func(a uint64, b uint32, c uint64) []byte {
 		p := make([]byte, 24)
@@ -34,9 +34,10 @@ func TestOutsideArg(t *testing.T) {
 		{"pointer below", pack(lo-8, 0, lo), nil, false, 0},
 		{"an 8-byte scalar of SASS that could be an address: the false positive", pack(lo, 0, 0x7f00_0000_0000), nil, false, 2},
 		{"an 8-byte scalar PTX shows is no pointer", pack(lo, 0, 0x7f00_0000_0000), []bool{true, false, false}, true, 0},
-		{"a small count or seed is no address", pack(lo, 0, 7), nil, true, 0},
-		{"the last value below the first mappable page", pack(noAddressBelow-1, 0, lo), nil, true, 0},
-		{"the first mappable page", pack(noAddressBelow, 0, lo), nil, false, 0},
+		{"a seed is no address", pack(lo, 0, 7), nil, true, 0},
+		{"a count below the floor is no address", pack(196608, 0, lo), nil, true, 0},
+		{"the last value below the floor", pack(floor-1, 0, lo), nil, true, 0},
+		{"the floor", pack(floor, 0, lo), nil, false, 0},
 		{"CUB's ArgMax initial value {1, -FLT_MAX} is no address", pack(lo, 0, 0xff7f_ffff_0000_0001), nil, true, 0},
 		{"a double is no address", pack(lo, 0, math.Float64bits(0.37)), nil, true, 0},
 		{"a negative number is no address", pack(lo, 0, 0xffff_ffff_ffff_fff6), nil, true, 0},
@@ -46,10 +47,33 @@ func TestOutsideArg(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			i, _, ok := outsideArg(tt.params, layout, tt.pointers, lo, hi, global)
+			i, _, ok := outsideArg(tt.params, layout, tt.pointers, floor, lo, hi, global)
 			if ok != tt.wantOK || (!ok && i != tt.wantArg) {
 				t.Errorf("outsideArg = argument %d, ok %v; want %d, %v", i, ok, tt.wantArg, tt.wantOK)
 			}
 		})
+	}
+}
+
+func TestFloorOf(t *testing.T) {
+	tests := []struct {
+		name string
+		maps string
+		want uint64
+	}{
+		{"non-PIE Go binary", "00400000-00c5b000 r-xp 00000000 08:01 1234 /usr/bin/gpuos\nc000000000-c004000000 rw-p 00000000 00:00 0\n", 0x400000},
+		{"PIE binary: at most 4 MiB", "55d0c8a00000-55d0c8a2c000 r--p 00000000 08:01 1234 /usr/bin/gpuos\n", mostAddressFloor},
+		{"something mapped low", "00010000-00011000 rw-p 00000000 00:00 0\n00400000-00c5b000 r-xp 00000000 08:01 1234 /x\n", 0x10000},
+		{"mapped at 0: at least 64 KiB", "00000000-00001000 rw-p 00000000 00:00 0\n", leastAddressFloor},
+		{"unreadable", "", leastAddressFloor},
+		{"garbage", "zz-yy\n", leastAddressFloor},
+	}
+	for _, tt := range tests {
+		if got := floorOf([]byte(tt.maps)); got != tt.want {
+			t.Errorf("%s: floorOf = %#x, want %#x", tt.name, got, tt.want)
+		}
+	}
+	if f := addressFloor(); f < leastAddressFloor || f > mostAddressFloor {
+		t.Errorf("this process's address floor %#x is outside [%#x, %#x]", f, leastAddressFloor, mostAddressFloor)
 	}
 }
