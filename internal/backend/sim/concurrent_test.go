@@ -156,7 +156,7 @@ func TestTracePlacements(t *testing.T) {
 	low, high := newStream(t, d), newStream(t, d)
 	must(t, low.Launch(fns["work"], grid1(4, 32), workParams(4000, 0))) // 2 waves of 1000 ns: [1000, 3000)
 	must(t, high.Launch(fns["work"], grid1(1, 32), workParams(100, 0))) // waits for an SM: [3000, 3100)
-	must(t, high.Synchronize())                                          // the host has seen 3100
+	must(t, high.Synchronize())                                         // the host has seen 3100
 	must(t, high.Launch(fns["work"], grid1(1, 32), workParams(100, 0))) // [4100, 4200)
 	must(t, d.Synchronize())
 	must(t, d.TracePlacements(nil))

@@ -77,7 +77,13 @@
 // (ceil(blocks / SMs)). A kernel alone thus takes what it takes one at a
 // time; a kernel that leaves SMs free lets the next one start beside it.
 // HostTime, not VirtualTime, is then "now" for new work: VirtualTime is the
-// end of everything placed, which may be far ahead.
+// end of everything placed, which may be far ahead. HostTime moves whenever
+// any host goroutine observes work that ended later, so the time between two
+// enqueues of one goroutine depends on how the host's threads ran; a
+// command's placement does not: (*Device).TracePlacements reports, for each
+// command placed, the HostTime it was enqueued at, when its stream let it
+// start, and when its first block started and its last ended, from which a
+// test measures what the command waited for on the device alone.
 //
 // # What it does not model
 //
