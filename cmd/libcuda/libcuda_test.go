@@ -83,6 +83,7 @@ var programs = []program{
 		"pinned host memory both ways", "cuMemcpy2D host->pitched device", "cuMemcpy3D", "cuMemcpyPeer"}},
 	{"memset", []string{"cuMemsetD8, cuMemsetD16, cuMemsetD32", "cuMemsetD2D32", "pinned host memory"}},
 	{"library", []string{"from cuModuleLoadFatBinary", "from a compressed fat binary", "launched as a CUkernel",
+		"a CUkernel as a function", "cuLaunchKernelEx of a CUkernel", "from a 17 MiB fat binary",
 		"module globals", "library globals and kernel enumeration"}},
 	{"nocontext", []string{"with no context", "as a CUkernel on the default stream", "through cuKernelGetFunction",
 		"a library global written by a CUkernel", "launched from a thread with no context", "after the primary context was released"}},

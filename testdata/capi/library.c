@@ -3,7 +3,10 @@
  * through cuModuleLoadFatBinary and cuLibraryLoadData, kernels looked up as
  * CUkernels and launched as such or through cuKernelGetFunction, kernel
  * names, counts and parameter layouts, JIT log buffers, and module-scope
- * variables through cuModuleGetGlobal and cuLibraryGetGlobal.
+ * variables through cuModuleGetGlobal and cuLibraryGetGlobal. Also what
+ * cuBLAS and cuRAND do with their libraries: a CUkernel where a CUfunction
+ * goes (attributes, occupancy, cuLaunchKernelEx), cluster occupancy probes,
+ * and a fat binary larger than gpuos sends at once (cuRAND's is 29 MB).
  */
 #include "check.h"
 
@@ -50,6 +53,107 @@ static void vecadd_check(CUfunction f, const char *how)
     printf("ok   vecadd %s\n", how);
 }
 
+/* big_fatbin returns vecadd's fat binary with a cubin for sm_100 of extra
+ * bytes added to its container, as NVIDIA's libraries carry one per
+ * architecture. */
+static char *big_fatbin(const char *fat, size_t extra)
+{
+    unsigned long long body;
+    memcpy(&body, fat + 8, sizeof body);
+    size_t n = 16 + (size_t)body;
+    char *big = calloc(1, n + 64 + extra);
+    ASSERT(big != NULL, "cannot allocate %zu bytes", n + 64 + extra);
+    memcpy(big, fat, n);
+    unsigned char *h = (unsigned char *)big + n; /* the entry's header */
+    unsigned short kind = 2;                     /* ELF */
+    unsigned hsize = 64, arch = 100;
+    unsigned long long padded = extra, flags = 0x11;
+    memcpy(h, &kind, 2);
+    memcpy(h + 4, &hsize, 4);
+    memcpy(h + 8, &padded, 8);
+    memcpy(h + 0x1c, &arch, 4);
+    memcpy(h + 0x28, &flags, 8);
+    body += 64 + extra;
+    memcpy(big + 8, &body, sizeof body);
+    return big;
+}
+
+/* cublas_like probes and launches kernel k the way cuBLAS and cuRAND do. */
+static void cublas_like(CUkernel k)
+{
+    CUfunction f = (CUfunction)k;
+    CUdevice dev;
+    CHECK(cuCtxGetDevice(&dev));
+    int optin = 0, regs = -1, smem = -1, maxdyn = -1;
+    CHECK(cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev));
+    CHECK(cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f));
+    CHECK(cuKernelGetAttribute(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k, dev));
+    CHECK(cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - smem, k, dev));
+    CHECK(cuFuncGetAttribute(&maxdyn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f));
+    ASSERT(maxdyn == optin - smem, "maximum dynamic shared memory %d after setting %d", maxdyn, optin - smem);
+    size_t avail = 0;
+    CHECK(cuOccupancyAvailableDynamicSMemPerBlock(&avail, f, 1, 1));
+    ASSERT(avail > 0 && avail <= (size_t)optin, "available dynamic shared memory %zu", avail);
+    CHECK(cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1, k, dev));
+    int perSM = 0, sms = 0;
+    CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&perSM, f, 128, 0));
+    CHECK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimY = cfg.gridDimZ = cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.blockDimX = 128;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    for (unsigned size = 1; size <= 32; size++) {
+        attr.value.clusterDim.x = size;
+        attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+        cfg.gridDimX = size;
+        int n = -1;
+        CHECK(cuOccupancyMaxActiveClusters(&n, f, &cfg));
+        int want = size == 1 ? perSM * sms : 0; /* gpuos launches no larger clusters */
+        ASSERT(n == want, "%d active clusters of %u blocks, want %d", n, size, want);
+    }
+    int csize = -1;
+    CHECK(cuOccupancyMaxPotentialClusterSize(&csize, f, &cfg));
+    ASSERT(csize == 1, "potential cluster size %d", csize);
+    attr.value.clusterDim.x = 3;
+    cfg.gridDimX = 4;
+    int n = -1;
+    EXPECT(cuOccupancyMaxActiveClusters(&n, f, &cfg), CUDA_ERROR_INVALID_CLUSTER_SIZE);
+    EXPECT(cuOccupancyMaxActiveClusters(NULL, f, &cfg), CUDA_ERROR_INVALID_VALUE);
+    printf("ok   a CUkernel as a function: attributes, occupancy, clusters of one block (%d per SM, %d SMs)\n", perSM, sms);
+
+    /* Launched by cuLaunchKernelEx with a 1x1x1 cluster, as cuBLAS does. */
+    enum { N = 512 };
+    static float a[N], b[N], c[N];
+    for (int i = 0; i < N; i++) {
+        a[i] = (float)i;
+        b[i] = 2.0f;
+    }
+    CUdeviceptr da, db, dc;
+    CHECK(cuMemAlloc(&da, sizeof a));
+    CHECK(cuMemAlloc(&db, sizeof b));
+    CHECK(cuMemAlloc(&dc, sizeof c));
+    CHECK(cuMemcpyHtoD(da, a, sizeof a));
+    CHECK(cuMemcpyHtoD(db, b, sizeof b));
+    int count = N;
+    void *args[] = {&da, &db, &dc, &count};
+    attr.value.clusterDim.x = 1;
+    cfg.gridDimX = N / 128;
+    CHECK(cuLaunchKernelEx(&cfg, f, args, NULL));
+    CHECK(cuMemcpyDtoH(c, dc, sizeof c));
+    for (int i = 0; i < N; i++)
+        ASSERT(c[i] == a[i] + 2, "cuLaunchKernelEx of a CUkernel: c[%d] = %g", i, c[i]);
+    CHECK(cuMemFree(da));
+    CHECK(cuMemFree(db));
+    CHECK(cuMemFree(dc));
+    printf("ok   cuLaunchKernelEx of a CUkernel\n");
+}
+
 int main(int argc, char **argv)
 {
     CUcontext ctx = setup();
@@ -94,6 +198,19 @@ int main(int argc, char **argv)
     CHECK(cuLibraryGetModule(&lmod, lib));
     CHECK(cuModuleGetFunction(&f, lmod, "vecadd"));
     printf("ok   library: kernel lookups, name, parameter layout, module\n");
+    cublas_like(k);
+
+    /* A fat binary larger than one request to the daemon, kept in place. */
+    char *big = big_fatbin(fat, (size_t)17 << 20);
+    CUlibrary blib;
+    CUkernel bk;
+    CUlibraryOption lopt = CU_LIBRARY_BINARY_IS_PRESERVED;
+    void *lval = (void *)1;
+    CHECK(cuLibraryLoadData(&blib, big, NULL, NULL, 0, &lopt, &lval, 1));
+    CHECK(cuLibraryGetKernel(&bk, blib, "vecadd"));
+    vecadd_check((CUfunction)bk, "from a 17 MiB fat binary");
+    CHECK(cuLibraryUnload(blib));
+    free(big);
 
     /* Module-scope variables of a PTX module loaded with JIT options. */
     char info[256] = "unset", err[256] = "unset";
