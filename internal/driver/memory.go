@@ -20,6 +20,10 @@ const (
 	// KindResident: a session was made resident before its work ran: bytes
 	// brought back, bytes evicted to make room, and the time it took.
 	KindResident audit.Kind = "mem.resident"
+	// KindSwapReserve: the pinned host memory reserved for swapping is
+	// pinned (bytes, ns since the driver started): from then on evictions
+	// copy at once (bench/mem/run.sh waits for it).
+	KindSwapReserve audit.Kind = "mem.swap-reserve"
 )
 
 // memHooks is the driver's side of the memory manager: Quiesce (stop a
@@ -30,6 +34,9 @@ const (
 type memHooks struct {
 	d       atomic.Pointer[Driver]
 	windows sync.Map // mem.Window.ID → *sessionMem
+	// audit is the driver's audit log, for what the manager reports before
+	// the driver exists (the swap reserve is pinned from the start).
+	audit *audit.Logger
 }
 
 // sessionMem is what the hooks know of a session.
@@ -48,6 +55,7 @@ func memoryOptions(dev backend.Device, opts Options, h *memHooks) (mem.Options, 
 		MinResidency:      opts.MinResidency,
 		SwapReserve:       opts.SwapReserve,
 	}
+	h.audit = opts.Audit
 	_, total, err := dev.MemoryInfo()
 	if err != nil {
 		return mo, fmt.Errorf("query device memory: %w", err)
@@ -64,14 +72,38 @@ func memoryOptions(dev backend.Device, opts Options, h *memHooks) (mem.Options, 
 		// Twice the device limit, so tenants' allocations may reach about
 		// three times it; within half the host's memory.
 		mo.SwapLimit = 2 * limit
-		var si unix.Sysinfo_t
-		if unix.Sysinfo(&si) == nil {
-			if half := uint64(si.Totalram) * uint64(si.Unit) / 2; half > 0 {
-				mo.SwapLimit = min(mo.SwapLimit, half)
-			}
+		if ram := hostMemory(); ram > 0 {
+			mo.SwapLimit = min(mo.SwapLimit, ram/2)
 		}
 	}
+	if mo.SwapLimit > 0 && mo.SwapReserve == 0 && limit < total {
+		mo.SwapReserve = defaultSwapReserve(limit, hostMemory())
+	}
 	return mo, nil
+}
+
+// defaultSwapReserve is the pinned host memory reserved for swapping when
+// the operator caps device memory (gpuos serve --device-memory): a cap says
+// tenants are expected to oversubscribe it. Pinning runs at about 2 GB/s per
+// thread on an H100 host, 25 times slower than the copies it serves, so
+// memory pinned only when an eviction needs it makes swapping run at the
+// pinning rate; pinned from the start, in the background, evictions copy at
+// once. The device limit's worth holds everything evicted while tenants
+// together use twice the limit; within a quarter of the host's memory.
+func defaultSwapReserve(limit, hostRAM uint64) uint64 {
+	if hostRAM > 0 {
+		return min(limit, hostRAM/4)
+	}
+	return limit
+}
+
+// hostMemory is the host's physical memory in bytes, or 0 if unknown.
+func hostMemory() uint64 {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 0
+	}
+	return uint64(si.Totalram) * uint64(si.Unit)
 }
 
 // maxSinkChunk bounds the sink chunk (see sinkChunk).
@@ -106,6 +138,12 @@ func (h *memHooks) quiesce(w *mem.Window) (func(), error) {
 // queues held until their windows are resident again). It runs with the
 // memory manager's eviction lock held: it must not call the manager.
 func (h *memHooks) onSwap(ev mem.SwapEvent) {
+	if ev.Kind == mem.SwapReserved {
+		if h.audit != nil {
+			h.audit.Log(audit.Event{Kind: KindSwapReserve, Detail: map[string]any{"bytes": ev.Bytes, "ns": ev.Duration.Nanoseconds()}})
+		}
+		return
+	}
 	d := h.d.Load()
 	if d == nil {
 		return
@@ -142,6 +180,7 @@ func (h *memHooks) onSwap(ev mem.SwapEvent) {
 		detail["pin_ns"] = ev.Pin.Nanoseconds()   // pinning host memory it had to do first
 		detail["pinned"] = ev.Pinned
 		detail["quiesce_ns"] = ev.Quiesce.Nanoseconds() // waiting for the victims' work to stop
+		detail["remap_ns"] = ev.Remap.Nanoseconds()     // the sink mapped in its place
 	case mem.Resident:
 		detail["evicted"] = ev.Evicted
 		detail["copy_in_ns"] = ev.CopyIn.Nanoseconds()

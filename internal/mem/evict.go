@@ -23,6 +23,10 @@ const (
 	// per pass, after the SwapIn events of its chunks. Bytes is what came
 	// back, Evicted what was evicted to make room, Duration the whole pass.
 	Resident
+	// SwapReserved: the swap store has pinned its reserve
+	// (Options.SwapReserve): Bytes of host memory, Duration after the
+	// manager was created. Told once, not under the eviction lock.
+	SwapReserved
 )
 
 func (k SwapKind) String() string {
@@ -33,6 +37,8 @@ func (k SwapKind) String() string {
 		return "swap-in"
 	case Resident:
 		return "resident"
+	case SwapReserved:
+		return "reserved"
 	}
 	return fmt.Sprintf("swap(%d)", uint8(k))
 }
@@ -64,6 +70,9 @@ type SwapEvent struct {
 	// Quiesce is, for a SwapOut, how long it waited for the work of the
 	// sessions whose windows map the chunk to stop (Options.Quiesce).
 	Quiesce time.Duration
+	// Remap is, for a SwapOut, how long replacing the chunk's mappings by
+	// the sink took (unmap, map, set access: backend calls on the host).
+	Remap time.Duration
 	// Evicted is, for a Resident pass, the bytes evicted to make room.
 	Evicted uint64
 	// CopyIn is, for a Resident pass, the device time of its copies back
@@ -364,17 +373,20 @@ func (m *Manager) evictSlab(w *Window, r *region) (SwapEvent, error) {
 		resume()
 		return SwapEvent{}, err
 	}
+	rstart := time.Now()
 	if err := w.sinkBack(r.start, r.n, r.ch); err != nil {
 		resume()
 		m.swap.release(slot)
 		return SwapEvent{}, err
 	}
+	remapped := time.Since(rstart)
 	w.markEvicted(r, resume)
 	old := r.ch.c
 	r.ch.c = nil
 	r.ch.slot.Store(slot)
 	m.dropPhysical(old, r.ch)
-	return SwapEvent{Tenant: w.t.name, Window: w.id, Ptr: w.ptr(r.start), Bytes: r.ch.size, Windows: []*Window{w}, Quiesce: quiesced}, nil
+	return SwapEvent{Tenant: w.t.name, Window: w.id, Ptr: w.ptr(r.start), Bytes: r.ch.size, Windows: []*Window{w},
+		Quiesce: quiesced, Remap: remapped}, nil
 }
 
 // mapping is one place a chunk is mapped.
@@ -436,6 +448,7 @@ func (m *Manager) evictShared(src *Allocation) (SwapEvent, error) {
 		releaseAll()
 		return SwapEvent{}, err
 	}
+	rstart := time.Now()
 	for i, mp := range maps {
 		mp.w.mu.Lock()
 		err := mp.w.sinkBack(mp.r.start, mp.r.n, ch)
@@ -462,11 +475,13 @@ func (m *Manager) evictShared(src *Allocation) (SwapEvent, error) {
 		m.swap.release(slot)
 		return SwapEvent{}, errors.Join(errs...)
 	}
+	remapped := time.Since(rstart)
 	old := ch.c
 	ch.c = nil
 	ch.slot.Store(slot)
 	m.dropPhysical(old, ch)
-	ev := SwapEvent{Tenant: owner.w.t.name, Window: owner.w.id, Ptr: owner.w.ptr(owner.r.start), Bytes: ch.size, Quiesce: quiesced}
+	ev := SwapEvent{Tenant: owner.w.t.name, Window: owner.w.id, Ptr: owner.w.ptr(owner.r.start), Bytes: ch.size,
+		Quiesce: quiesced, Remap: remapped}
 	for _, mp := range maps {
 		ev.Windows = append(ev.Windows, mp.w)
 	}
@@ -479,16 +494,17 @@ func (m *Manager) evictShared(src *Allocation) (SwapEvent, error) {
 // pinning it needed in m.lastPin and m.lastPinned. Caller holds m.evictMu.
 func (m *Manager) copyOut(ptr backend.DevicePtr, size uint64) (*swapSlot, error) {
 	m.lastCopy, m.lastPin, m.lastPinned = 0, 0, 0
-	if !m.swap.ready(size) && len(m.pendingSlots) > 0 {
+	m.swap.evicting() // pin ahead for this one (if it must) and the next ones
+	if !m.swap.ready(size) {
 		// Swap-in copies in flight hold buffers that come back in far less
 		// time than pinning new ones would take (a copy runs ~25 times faster
-		// than cuMemHostAlloc pins): wait for them and reuse theirs.
-		if err := m.finishSwapIns(); err != nil {
+		// than cuMemHostAlloc pins): wait for the oldest and reuse theirs.
+		if err := m.reclaimSwapIns(size); err != nil {
 			return nil, err
 		}
 	}
 	slot, pinned, pinTime, err := m.swap.alloc(size)
-	if err != nil && len(m.pendingSlots) > 0 {
+	if err != nil && len(m.pendingIns) > 0 {
 		// Slots of swap-ins in flight are about to come back.
 		if ferr := m.finishSwapIns(); ferr != nil {
 			return nil, ferr
@@ -499,7 +515,6 @@ func (m *Manager) copyOut(ptr backend.DevicePtr, size uint64) (*swapSlot, error)
 		return nil, err
 	}
 	m.lastPin, m.lastPinned = pinTime, pinned
-	m.swap.evicting() // pin ahead for the next ones
 	out, _, err := m.swapStreams()
 	var timing [2]backend.Event
 	if err == nil {
@@ -535,6 +550,49 @@ func (m *Manager) copyOut(ptr backend.DevicePtr, size uint64) (*swapSlot, error)
 		}
 	}
 	return slot, nil
+}
+
+// pendingIn is a swap-in whose copy may be in flight: its slot, freed once
+// the copy has landed, and the events recorded around the copy on the
+// swap-in stream (none where the backend has no events).
+type pendingIn struct {
+	slot   *swapSlot
+	timing [2]backend.Event
+}
+
+// reclaimSwapIns frees the slots of swap-ins whose copies have landed,
+// waiting for them oldest first, until the store has size bytes free or no
+// swap-in is left in flight. The windows they made resident stay quiesced
+// until finishSwapIns. Caller holds m.evictMu.
+func (m *Manager) reclaimSwapIns(size uint64) error {
+	for i := range m.pendingIns {
+		p := &m.pendingIns[i]
+		if p.slot == nil {
+			continue
+		}
+		if m.swap.ready(size) {
+			return nil
+		}
+		if p.timing[1] == nil {
+			// No event to wait for: wait for the whole stream.
+			if err := m.inStream.Synchronize(); err != nil {
+				return fmt.Errorf("wait for swap-in copies: %w", err)
+			}
+			for j := i; j < len(m.pendingIns); j++ {
+				if q := &m.pendingIns[j]; q.slot != nil {
+					m.swap.release(q.slot)
+					q.slot = nil
+				}
+			}
+			return nil
+		}
+		if err := p.timing[1].Synchronize(); err != nil {
+			return fmt.Errorf("wait for a swap-in copy: %w", err)
+		}
+		m.swap.release(p.slot)
+		p.slot = nil
+	}
+	return nil
 }
 
 // evictTiming returns the two events that time eviction copies, created on
@@ -624,6 +682,7 @@ func (m *Manager) swapInRegion(w *Window, r *region, pr *pressure) error {
 		}
 	}
 	var done []mapping
+	var timing [2]backend.Event // of the copy in, once enqueued
 	fail := func(err error) error {
 		errs := []error{err}
 		for _, d := range done {
@@ -636,11 +695,13 @@ func (m *Manager) swapInRegion(w *Window, r *region, pr *pressure) error {
 		}
 		ch.c = nil
 		if m.inStream != nil {
-			// A copy into nc may be in flight; it must land before nc is reused.
+			// A copy into nc may be in flight; it must land before nc is
+			// reused (and before the slot, which keeps the data, is).
 			if serr := m.inStream.Synchronize(); serr != nil {
 				errs = append(errs, serr)
 			}
 		}
+		destroyEvents(timing)
 		m.putChunk(nc)
 		return errors.Join(errs...)
 	}
@@ -659,7 +720,7 @@ func (m *Manager) swapInRegion(w *Window, r *region, pr *pressure) error {
 			return fail(err)
 		}
 		if i == 0 {
-			if err := m.copyIn(slot, mp.w.ptr(mp.r.start)); err != nil {
+			if timing, err = m.copyIn(slot, mp.w.ptr(mp.r.start)); err != nil {
 				return fail(err)
 			}
 		}
@@ -672,7 +733,7 @@ func (m *Manager) swapInRegion(w *Window, r *region, pr *pressure) error {
 		unlockW(mp.w)
 	}
 	ch.slot.Store(nil)
-	m.pendingSlots = append(m.pendingSlots, slot)
+	m.pendingIns = append(m.pendingIns, pendingIn{slot: slot, timing: timing})
 	ch.lastUse.Store(m.stamp())
 	if m.minResidency > 0 {
 		ch.protectUntil.Store(time.Now().Add(m.minResidency).UnixNano())
@@ -690,50 +751,54 @@ func (m *Manager) swapInRegion(w *Window, r *region, pr *pressure) error {
 	return nil
 }
 
-// copyIn enqueues the copy of a slot to ptr on the swap-in stream.
-func (m *Manager) copyIn(slot *swapSlot, ptr backend.DevicePtr) error {
+// copyIn enqueues the copy of a slot to ptr on the swap-in stream, between
+// two events that time it and tell when it has landed (none where the
+// backend has no events), and returns them.
+func (m *Manager) copyIn(slot *swapSlot, ptr backend.DevicePtr) ([2]backend.Event, error) {
+	var timing [2]backend.Event
 	_, in, err := m.swapStreams()
 	if err != nil {
-		return err
+		return timing, err
 	}
 	// Events around the copy time it on the device (the copies of one pass
-	// are waited for together, so the host cannot time them).
-	var timing [2]backend.Event
+	// are waited for together, so the host cannot time them), and the second
+	// says when its slot may be reused.
 	for i := range timing {
 		if ev, err := m.dev.NewEvent(0); err == nil {
 			timing[i] = ev
 		}
 	}
-	if timing[0] != nil && timing[1] != nil && in.Record(timing[0]) == nil {
-		defer func() {
-			if in.Record(timing[1]) == nil {
-				m.pendingTimes = append(m.pendingTimes, timing)
-			} else {
-				timing[0].Destroy()
-				timing[1].Destroy()
-			}
-		}()
-	} else {
-		for _, ev := range timing {
-			if ev != nil {
-				ev.Destroy()
-			}
-		}
+	if timing[0] == nil || timing[1] == nil || in.Record(timing[0]) != nil {
+		destroyEvents(timing)
+		timing = [2]backend.Event{}
 	}
 	var off uint64
 	for _, b := range slot.buffers() {
 		if err := in.CopyHtoD(ptr+backend.DevicePtr(off), b); err != nil {
-			return fmt.Errorf("copy %d bytes back to %#x: %w", slot.size, uint64(ptr), err)
+			destroyEvents(timing)
+			return [2]backend.Event{}, fmt.Errorf("copy %d bytes back to %#x: %w", slot.size, uint64(ptr), err)
 		}
 		off += uint64(len(b))
 	}
-	return nil
+	if timing[1] != nil && in.Record(timing[1]) != nil {
+		destroyEvents(timing)
+		timing = [2]backend.Event{}
+	}
+	return timing, nil
+}
+
+func destroyEvents(evs [2]backend.Event) {
+	for _, ev := range evs {
+		if ev != nil {
+			ev.Destroy()
+		}
+	}
 }
 
 // finishSwapIns waits for the swap-in copies enqueued so far, frees their
 // slots and resumes the windows they made resident. Caller holds m.evictMu.
 func (m *Manager) finishSwapIns() error {
-	if len(m.pendingSlots) == 0 && len(m.pendingResume) == 0 {
+	if len(m.pendingIns) == 0 && len(m.pendingResume) == 0 {
 		return nil
 	}
 	start := time.Now()
@@ -744,25 +809,27 @@ func (m *Manager) finishSwapIns() error {
 		}
 	}
 	m.swapInNs.Add(uint64(time.Since(start)))
-	for _, t := range m.pendingTimes {
-		if err == nil {
-			if d, derr := t[1].Elapsed(t[0]); derr == nil {
-				m.swapInCopyNs.Add(uint64(d))
-				m.passCopyIn += d
+	for _, p := range m.pendingIns {
+		if t := p.timing; t[0] != nil {
+			if err == nil {
+				if d, derr := t[1].Elapsed(t[0]); derr == nil {
+					m.swapInCopyNs.Add(uint64(d))
+					m.passCopyIn += d
+				}
 			}
+			destroyEvents(t)
 		}
-		t[0].Destroy()
-		t[1].Destroy()
+		if p.slot != nil {
+			m.swap.release(p.slot)
+		}
 	}
-	m.pendingTimes = nil
-	for _, s := range m.pendingSlots {
-		m.swap.release(s)
-	}
+	clear(m.pendingIns)
+	m.pendingIns = m.pendingIns[:0]
 	for _, rel := range m.pendingResume {
 		rel()
 	}
 	evs := m.pendingEvents
-	m.pendingSlots, m.pendingResume, m.pendingEvents = nil, nil, nil
+	m.pendingResume, m.pendingEvents = nil, nil
 	for _, ev := range evs {
 		m.swapInNs.Add(uint64(ev.Duration))
 		if m.onSwap != nil {

@@ -64,6 +64,10 @@ type Options struct {
 	// copy at once instead of first pinning their buffers (gpuos serve
 	// --swap-reserve). 0: none.
 	SwapReserve uint64
+	// SwapPinners is how many pieces of host memory the swap store pins at
+	// once (default 4): the kernel's work of pinning runs on the calling
+	// thread, so several threads pin faster than one.
+	SwapPinners int
 	// SwapAhead is how much pinned host memory the swap store keeps free,
 	// pinning it in the background, once evictions have begun: so an
 	// eviction finds its buffers pinned (default: an eighth of the device
@@ -75,7 +79,9 @@ type Options struct {
 	Victims VictimChooser
 	// OnSwap, if set, is told of every eviction and swap-in once it is done
 	// (audit, counters, waking the session's pager). It is called with
-	// m's eviction lock held and must not call the manager.
+	// m's eviction lock held and must not call the manager. It is also told
+	// once, from another goroutine, when the SwapReserve is pinned
+	// (SwapReserved).
 	OnSwap func(SwapEvent)
 	// MinResidency is how long chunks made resident are kept from eviction,
 	// so their session runs before it can be evicted again (default 50 ms;
@@ -106,7 +112,7 @@ type Manager struct {
 	evictMu       sync.Mutex
 	outStream     backend.Stream // eviction copies (device to host)
 	inStream      backend.Stream // swap-in copies (host to device)
-	pendingSlots  []*swapSlot    // slots of swap-ins whose copies may be in flight
+	pendingIns    []pendingIn    // swap-ins whose copies may be in flight
 	pendingResume []func()       // windows made resident, to resume after those copies
 	pendingEvents []SwapEvent
 	lastCopy      time.Duration    // of the last copyOut: device time of its copy
@@ -116,7 +122,6 @@ type Manager struct {
 	noOutTiming   bool             // the backend has no timing events
 	passEvicted   uint64           // bytes evicted in the MakeResident pass under way
 	passCopyIn    time.Duration    // device time of its copies back
-	pendingTimes  [][2]backend.Event
 
 	evictions, swapIns              atomic.Uint64
 	evictedBytes, swappedInBytes    atomic.Uint64
@@ -238,7 +243,14 @@ func NewManager(dev backend.Device, opts Options) (*Manager, error) {
 		case opts.SwapAhead > 0:
 			ahead = uint64(opts.SwapAhead)
 		}
-		m.swap = newSwapStore(dev, opts.SwapPiece, opts.SwapLimit, opts.SwapReserve, ahead, gran)
+		cfg := swapStoreConfig{piece: opts.SwapPiece, limit: opts.SwapLimit, reserve: opts.SwapReserve, ahead: ahead,
+			gran: gran, pinners: opts.SwapPinners}
+		if onSwap := opts.OnSwap; onSwap != nil {
+			cfg.onReserve = func(n uint64, took time.Duration) {
+				onSwap(SwapEvent{Kind: SwapReserved, Bytes: n, Duration: took})
+			}
+		}
+		m.swap = newSwapStore(dev, cfg)
 	}
 	// The sink's contents are never read back by anyone who owns data, so
 	// it is not scrubbed; see doc.go for what it means for tenants.

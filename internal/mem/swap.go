@@ -14,6 +14,13 @@ import (
 // a chunk larger than this is held in several.
 const defaultSwapPiece = 64 << 20
 
+// defaultSwapPinners is how many pieces the store pins at once. Most of the
+// cost of cuMemHostAlloc is the kernel faulting in, zeroing and locking pages
+// one by one, work that runs on the calling thread, so pieces pinned on
+// several threads at once arrive several times faster than one after the
+// other (bench/mem measures both on the GPU host).
+const defaultSwapPinners = 4
+
 // swapStore is the pinned host memory that holds evicted chunks. Buffers
 // ("pieces") are allocated with the device's AllocHost (page-locked, so
 // copies to and from them are asynchronous DMA), at most piece bytes each,
@@ -25,17 +32,23 @@ const defaultSwapPiece = 64 << 20
 //
 // Pinning costs far more than the copy it serves (cuMemHostAlloc pins about
 // 2 GB/s on an H100 host; the copy runs at about 55 GB/s), so the store pins
-// ahead, on a goroutine of its own: reserve bytes from the start, and once
-// evictions have begun, enough pieces that ahead bytes are kept free. An
-// eviction that finds too little free still pins what it lacks (and reports
-// how long that took).
+// ahead, on goroutines of its own (pinners of them, a piece each): reserve
+// bytes from the start, and once evictions have begun, enough pieces that
+// ahead bytes are kept free. An eviction that finds too little free waits
+// for pieces being pinned ahead, and pins what it still lacks itself (and
+// reports how long that took).
 type swapStore struct {
-	dev     backend.Device
-	piece   uint64
-	unit    uint64
-	limit   uint64
-	reserve uint64 // pin ahead until this much is held
-	ahead   uint64 // under pressure, keep this much free
+	dev        backend.Device
+	piece      uint64
+	unit       uint64
+	limit      uint64
+	reserve    uint64 // pin ahead until this much is held
+	ahead      uint64 // under pressure, keep this much free
+	maxPinners int
+	// onReserve, if set, is told once when the reserve is pinned: how much,
+	// and how long after the store was created.
+	onReserve func(bytes uint64, took time.Duration)
+	created   time.Time
 
 	mu     sync.Mutex
 	cond   sync.Cond // broadcast when a background pin ends
@@ -45,11 +58,12 @@ type swapStore struct {
 	used   uint64 // bytes in slots (their chunks' sizes)
 
 	pressure bool   // evictions happened since the last trim: pin ahead
-	pinning  bool   // the pinner goroutine runs
-	inflight uint64 // bytes it is pinning now (counted in held)
+	pinners  int    // pinner goroutines running
+	inflight uint64 // bytes they are pinning now (counted in held)
 	stopped  bool   // a trim or close is under way: no pinning
 	closed   bool
-	// pinnedAhead is the bytes the pinner pinned, in total; pinErr its last error.
+	reserved bool // the reserve was pinned (onReserve was told)
+	// pinnedAhead is the bytes the pinners pinned, in total; pinErr their last error.
 	pinnedAhead uint64
 	pinErr      error
 	limitWaits  int // allocs that waited for a piece pinned ahead (for tests)
@@ -91,12 +105,25 @@ func (sl *swapSlot) buffers() [][]byte {
 	return out
 }
 
-func newSwapStore(dev backend.Device, piece, limit, reserve, ahead, gran uint64) *swapStore {
+// swapStoreConfig configures a swap store; zero fields take defaults.
+type swapStoreConfig struct {
+	piece, limit, reserve, ahead, gran uint64
+	pinners                            int
+	onReserve                          func(bytes uint64, took time.Duration)
+}
+
+func newSwapStore(dev backend.Device, c swapStoreConfig) *swapStore {
+	piece := c.piece
 	if piece == 0 {
 		piece = defaultSwapPiece
 	}
-	piece = max(roundUp(piece, gran), gran)
-	s := &swapStore{dev: dev, piece: piece, unit: gran, limit: limit, reserve: min(reserve, limit), ahead: min(ahead, limit)}
+	piece = max(roundUp(piece, c.gran), c.gran)
+	pinners := c.pinners
+	if pinners <= 0 {
+		pinners = defaultSwapPinners
+	}
+	s := &swapStore{dev: dev, piece: piece, unit: c.gran, limit: c.limit, reserve: min(c.reserve, c.limit),
+		ahead: min(c.ahead, c.limit), maxPinners: pinners, onReserve: c.onReserve, created: time.Now()}
 	s.cond.L = &s.mu
 	s.mu.Lock()
 	s.kickLocked()
@@ -114,10 +141,10 @@ func (s *swapStore) ready(size uint64) bool {
 	return s.free >= s.blocks(size)*s.unit
 }
 
-// alloc returns a slot for size bytes: free blocks first, then new pieces for
-// the rest (while a piece being pinned ahead stands in the way of the limit,
-// it waits for it). It reports
-// the bytes it had to pin and how long that took.
+// alloc returns a slot for size bytes: free blocks first, then pieces being
+// pinned ahead (it waits for them: they arrive sooner than pieces it would
+// start pinning itself), then new pieces for the rest, pinned several at a
+// time. It reports the bytes it had to pin and how long that took.
 func (s *swapStore) alloc(size uint64) (slot *swapSlot, pinned uint64, pinTime time.Duration, err error) {
 	need := s.blocks(size) * s.unit
 	slot = &swapSlot{size: size, unit: s.unit}
@@ -130,16 +157,17 @@ func (s *swapStore) alloc(size uint64) (slot *swapSlot, pinned uint64, pinTime t
 		// Every free block serves, so dropping free pieces to make room
 		// would never help.
 		lack := need - min(need, s.free)
-		if s.held+lack <= s.limit && s.held+lack >= s.held {
-			pinned = lack
-			break
-		}
-		if s.inflight > 0 {
-			// A piece being pinned ahead counts against the limit: wait for
-			// it, then it is free blocks.
+		if lack > 0 && s.inflight > 0 {
+			// Pieces being pinned ahead become free blocks shortly (and
+			// count against the limit meanwhile): wait for them rather
+			// than pin beside them.
 			s.limitWaits++
 			s.cond.Wait()
 			continue
+		}
+		if s.held+lack <= s.limit && s.held+lack >= s.held {
+			pinned = lack
+			break
 		}
 		held := s.held
 		s.mu.Unlock()
@@ -152,23 +180,10 @@ func (s *swapStore) alloc(size uint64) (slot *swapSlot, pinned uint64, pinTime t
 
 	if pinned > 0 {
 		start := time.Now()
-		var fresh []*hostPiece
-		var errs []error
-		for left := pinned; left > 0; {
-			n := min(left, s.piece)
-			left -= n
-			p, err := s.pin(n)
-			if err != nil {
-				errs = append(errs, err)
-				s.mu.Lock()
-				s.held -= n
-				s.mu.Unlock()
-				continue
-			}
-			fresh = append(fresh, p)
-		}
+		fresh, failed, errs := s.pinPieces(pinned)
 		pinTime = time.Since(start)
 		s.mu.Lock()
+		s.held -= failed
 		for _, p := range fresh {
 			s.addLocked(p)
 		}
@@ -234,6 +249,45 @@ func (s *swapStore) releaseLocked(slot *swapSlot) {
 	slot.runs = nil
 }
 
+// pinPieces pins n bytes in pieces, up to maxPinners at once, and returns
+// those it got, the bytes of those it did not, and why.
+func (s *swapStore) pinPieces(n uint64) (fresh []*hostPiece, failed uint64, errs []error) {
+	var sizes []uint64
+	for left := n; left > 0; left -= min(left, s.piece) {
+		sizes = append(sizes, min(left, s.piece))
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	next := 0
+	for range min(s.maxPinners, len(sizes)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				if next == len(sizes) {
+					mu.Unlock()
+					return
+				}
+				sz := sizes[next]
+				next++
+				mu.Unlock()
+				p, err := s.pin(sz)
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+					failed += sz
+				} else {
+					fresh = append(fresh, p)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return fresh, failed, errs
+}
+
 // pin allocates a piece of n bytes (a multiple of the unit) of pinned host memory.
 func (s *swapStore) pin(n uint64) (*hostPiece, error) {
 	hm, err := s.dev.AllocHost(int(n))
@@ -278,14 +332,14 @@ func (s *swapStore) aheadPieceLocked() uint64 {
 	return n / s.unit * s.unit
 }
 
-// kickLocked starts the pinner unless it runs or has nothing to do. Caller
-// holds s.mu.
+// kickLocked starts a pinner if the store wants a piece and fewer than
+// maxPinners run; each pinner kicks again once it has taken its piece, so up
+// to maxPinners pin at once. Caller holds s.mu.
 func (s *swapStore) kickLocked() {
-	if s.pinning || s.aheadPieceLocked() == 0 {
-		return
+	if s.pinners < s.maxPinners && s.aheadPieceLocked() > 0 {
+		s.pinners++
+		go s.pinAhead()
 	}
-	s.pinning = true
-	go s.pinAhead()
 }
 
 // pinAhead pins pieces while the store wants them. On an error it stops
@@ -300,6 +354,7 @@ func (s *swapStore) pinAhead() {
 		}
 		s.held += n
 		s.inflight += n
+		s.kickLocked() // another pinner for the next piece, if one is wanted
 		s.mu.Unlock()
 		p, err := s.pin(n)
 		s.mu.Lock()
@@ -313,16 +368,25 @@ func (s *swapStore) pinAhead() {
 		s.addLocked(p)
 		s.pinnedAhead += n
 		s.cond.Broadcast()
+		if !s.reserved && s.reserve > 0 && s.held-s.inflight >= s.reserve {
+			s.reserved = true
+			if fn := s.onReserve; fn != nil {
+				held, took := s.held-s.inflight, time.Since(s.created)
+				s.mu.Unlock()
+				fn(held, took)
+				s.mu.Lock()
+			}
+		}
 	}
-	s.pinning = false
+	s.pinners--
 	s.cond.Broadcast()
 }
 
-// stopPinningLocked stops the pinner and waits for it to end. Caller holds
-// s.mu; it is let go of while waiting.
+// stopPinningLocked stops the pinners and waits for them to end. Caller
+// holds s.mu; it is let go of while waiting.
 func (s *swapStore) stopPinningLocked() {
 	s.stopped = true
-	for s.pinning {
+	for s.pinners > 0 {
 		s.cond.Wait()
 	}
 }

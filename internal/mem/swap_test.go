@@ -614,7 +614,7 @@ func TestSwapDeviceShort(t *testing.T) {
 func (s *swapStore) idle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.pinning {
+	for s.pinners > 0 {
 		s.cond.Wait()
 	}
 }
@@ -627,7 +627,7 @@ func (s *swapStore) idle() {
 func TestSwapStoreAhead(t *testing.T) {
 	dev := newFakeDevice(testGran, testTotal)
 	const piece = 2 * testGran
-	s := newSwapStore(dev, piece, 16*testGran, 0, 4*testGran, testGran)
+	s := newSwapStore(dev, swapStoreConfig{piece: piece, limit: 16 * testGran, ahead: 4 * testGran, gran: testGran})
 	s.idle()
 	if u := s.usage(); u.held != 0 {
 		t.Fatalf("%d bytes held before any eviction, want none", u.held)
@@ -713,7 +713,7 @@ func TestSwapStoreWaitsForPinAhead(t *testing.T) {
 	dev := newFakeDevice(testGran, testTotal)
 	dev.hostGate = make(chan struct{})
 	const piece = 2 * testGran
-	s := newSwapStore(dev, piece, 4*testGran, 0, 4*testGran, testGran)
+	s := newSwapStore(dev, swapStoreConfig{piece: piece, limit: 4 * testGran, ahead: 4 * testGran, gran: testGran})
 	defer s.close()
 	s.evicting() // the pinner blocks in AllocHost with a piece reserved
 	for {
