@@ -20,6 +20,9 @@
 #   DUR=S       seconds measured per run (default 10); WARM=S warm-up (default 2)
 #   SMS=N       the GPU's SM count (default 132, an H100 SXM)
 #   ARCH=sm_90  nvcc target for the native baseline
+#   DIAG=1      afterwards, the service alone and with the load again with
+#               every ring polling (GPUOS_RING_SPIN=$DIAG_SPIN, default 2ms):
+#               what waking an idle daemon costs the service (~30 s more)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/gpuos-sched-bench}
@@ -67,14 +70,23 @@ wait
 
 echo "== gpuos (cuda backend)"
 export GPUOS_SOCKET=$OUT/gpuos.sock
-"$BIN/gpuos" serve --backend cuda --config bench/sched/sched.yaml --socket "$GPUOS_SOCKET" --audit "$OUT/audit.jsonl" > "$OUT/serve.log" 2>&1 &
-SERVE=$!
-trap 'kill $SERVE 2>/dev/null || true; wait $SERVE 2>/dev/null || true' EXIT
-for i in $(seq 1 100); do
-	GPUOS_TOKEN=hp "$BIN/gpuos" policy list > /dev/null 2>&1 && break
-	kill -0 $SERVE 2>/dev/null || { echo "gpuos serve exited:"; cat "$OUT/serve.log"; exit 1; }
-	sleep 0.2
-done
+SERVE=
+# serve [LOG]: starts the daemon (with the environment of the caller) and
+# waits until it answers.
+serve() {
+	local log=${1:-$OUT/serve.log}
+	"$BIN/gpuos" serve --backend cuda --config bench/sched/sched.yaml --socket "$GPUOS_SOCKET" --audit "$OUT/audit.jsonl" >> "$log" 2>&1 &
+	SERVE=$!
+	for i in $(seq 1 100); do
+		GPUOS_TOKEN=hp "$BIN/gpuos" policy list > /dev/null 2>&1 && return 0
+		kill -0 $SERVE 2>/dev/null || { echo "gpuos serve exited:"; cat "$log"; exit 1; }
+		sleep 0.2
+	done
+	echo "gpuos serve did not answer:"; cat "$log"; exit 1
+}
+unserve() { kill $SERVE 2>/dev/null || true; wait $SERVE 2>/dev/null || true; SERVE=; }
+trap 'unserve' EXIT
+serve
 gp() { GPUOS_TOKEN=hp "$BIN/gpuos" "$@"; }
 # watch PIDS...: waits for a scenario's processes; if they overrun, every gpuos
 # process (manager, drivers, clients) dumps its goroutines (SIGQUIT) into the
@@ -95,6 +107,7 @@ gp policy use priority
 hp_gpuos() { sb hp hp "${HP[@]}" --period "${HP_PERIOD_US}us" --label "$1"; }
 be_gpuos() { sb "$1" be "${BE[@]}" --label "$2"; }
 echo "   service alone";           start_in "$WARM"; hp_gpuos alone > "$OUT/gpuos-hp-alone.json" 2> "$OUT/gpuos-hp-alone.err" & watch $!
+gp ps --tenants > "$OUT/tenants-after-hp-alone.txt"
 echo "   best effort alone (two)"; start_in "$WARM"
 be_gpuos be1 alone > "$OUT/gpuos-be-alone-1.json" 2> "$OUT/gpuos-be-alone-1.err" & A=$!
 be_gpuos be2 alone > "$OUT/gpuos-be-alone-2.json" 2> "$OUT/gpuos-be-alone-2.err" & B=$!
@@ -112,7 +125,26 @@ for pol in fair band; do
 	sb a shares --tokens a,b --weights 1,3 "${SHARES[@]}" --label "$pol" > "$OUT/gpuos-shares-$pol.json" 2> "$OUT/gpuos-shares-$pol.err" & watch $!
 done
 gp policy tenants | tee "$OUT/tenants.txt"
-kill $SERVE; wait $SERVE 2>/dev/null || true
+unserve
+
+if [[ ${DIAG:-0} != 0 ]]; then
+	# Diagnostics, not verdicts: the service again (alone, then with the
+	# best-effort load) with every ring polling through the service's whole
+	# period, so that no daemon or client thread sleeps between requests:
+	# what the service pays for waking an idle daemon shows as the difference.
+	echo "== diagnostics: rings polling for ${DIAG_SPIN:-2ms} (GPUOS_RING_SPIN)"
+	export GPUOS_RING_SPIN=${DIAG_SPIN:-2ms}
+	serve "$OUT/serve-spin.log"
+	gp policy use priority
+	echo "   service alone";           start_in "$WARM"; hp_gpuos alone > "$OUT/gpuos-hp-alone-spin.json" 2> "$OUT/gpuos-hp-alone-spin.err" & watch $!
+	echo "   all three (priority policy)"; start_in "$WARM"
+	be_gpuos be1 mixed > "$OUT/gpuos-be-mixed-spin-1.json" 2> "$OUT/gpuos-be-mixed-spin-1.err" & A=$!
+	be_gpuos be2 mixed > "$OUT/gpuos-be-mixed-spin-2.json" 2> "$OUT/gpuos-be-mixed-spin-2.err" & B=$!
+	hp_gpuos mixed > "$OUT/gpuos-hp-mixed-spin.json" 2> "$OUT/gpuos-hp-mixed-spin.err" & C=$!
+	watch $A $B $C
+	unserve
+	unset GPUOS_RING_SPIN
+fi
 trap - EXIT
 
 echo

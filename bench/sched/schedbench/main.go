@@ -38,6 +38,7 @@ type Result struct {
 	// hp
 	Samples int     `json:"samples,omitempty"`
 	P50us   float64 `json:"p50_us,omitempty"`
+	P90us   float64 `json:"p90_us,omitempty"`
 	P99us   float64 `json:"p99_us,omitempty"`
 	MaxUs   float64 `json:"max_us,omitempty"`
 	MeanUs  float64 `json:"mean_us,omitempty"`
@@ -247,7 +248,7 @@ func latencyResult(lat []time.Duration) *Result {
 		sum += d
 	}
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
-	r.P50us, r.P99us, r.MaxUs = us(lat[len(lat)/2]), us(lat[len(lat)*99/100]), us(lat[len(lat)-1])
+	r.P50us, r.P90us, r.P99us, r.MaxUs = us(lat[len(lat)/2]), us(lat[len(lat)*90/100]), us(lat[len(lat)*99/100]), us(lat[len(lat)-1])
 	r.MeanUs = us(sum / time.Duration(len(lat)))
 	return r
 }

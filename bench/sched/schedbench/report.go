@@ -76,7 +76,7 @@ func report(dir string, w io.Writer) error {
 	fmt.Fprintln(w, "(b) a high-priority service (small kernel at a fixed rate, each waited for) while two best-effort")
 	fmt.Fprintln(w, "    tenants saturate the GPU with long kernels; latency = launch to synchronize returning")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "stack\tscenario\tsamples\tP50 us\tP99 us\tmax us\tbest-effort kernels/s\t")
+	fmt.Fprintln(tw, "stack\tscenario\tsamples\tP50 us\tP90 us\tP99 us\tmax us\tbest-effort kernels/s\t")
 	type row struct{ hp, be1, be2 *Result }
 	get := func(stack, scen string) row {
 		return row{load(dir, stack+"-hp-"+scen), load(dir, stack+"-be-"+scen+"-1"), load(dir, stack+"-be-"+scen+"-2")}
@@ -95,9 +95,9 @@ func report(dir string, w io.Writer) error {
 		for _, scen := range []string{"alone", "mixed"} {
 			r := get(stack, scen)
 			rows[stack+"-"+scen] = r
-			hp := "\t(not run)\t\t\t"
+			hp := "\t(not run)\t\t\t\t"
 			if r.hp != nil {
-				hp = fmt.Sprintf("\t%d\t%.1f\t%.1f\t%.1f", r.hp.Samples, r.hp.P50us, r.hp.P99us, r.hp.MaxUs)
+				hp = fmt.Sprintf("\t%d\t%.1f\t%.1f\t%.1f\t%.1f", r.hp.Samples, r.hp.P50us, r.hp.P90us, r.hp.P99us, r.hp.MaxUs)
 			}
 			be := "-"
 			if r.be1 != nil || r.be2 != nil {
@@ -105,6 +105,15 @@ func report(dir string, w io.Writer) error {
 			}
 			what := map[string]string{"alone": "each alone", "mixed": "all three at once"}[scen]
 			fmt.Fprintf(tw, "%s\t%s%s\t%s\t\n", stack, what, hp, be)
+		}
+	}
+	// Diagnostics (DIAG=1): the service again with the daemon's and the
+	// client's rings polling through the whole period (GPUOS_RING_SPIN), so
+	// that no thread sleeps between requests; not a verdict.
+	for _, scen := range []string{"alone", "mixed"} {
+		if r := load(dir, "gpuos-hp-"+scen+"-spin"); r != nil {
+			what := map[string]string{"alone": "alone, rings polling", "mixed": "all three, rings polling"}[scen]
+			fmt.Fprintf(tw, "gpuos\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t-\t\n", what, r.Samples, r.P50us, r.P90us, r.P99us, r.MaxUs)
 		}
 	}
 	tw.Flush()
