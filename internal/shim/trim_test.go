@@ -129,3 +129,26 @@ func TestDriverLibraryTooLargeToSend(t *testing.T) {
 		t.Errorf("fitImage of an oversized cubin = %d bytes, %v; want CUDA_ERROR_NOT_SUPPORTED", len(got), r)
 	}
 }
+
+// FuzzTrimFatbin: any input either fails or gives a fat binary that parses,
+// holding no more entries than the input.
+func FuzzTrimFatbin(f *testing.F) {
+	f.Add(fatbinOf(testEntry{fatbin.KindELF, 80, []byte("sm_80")}, testEntry{fatbin.KindELF, 90, []byte("sm_90")},
+		testEntry{fatbin.KindPTX, 90, []byte(".version 9.0")}), 9, 0)
+	f.Add(fatbinOf(testEntry{fatbin.KindELF, 86, []byte("sm_86")}), 8, 9)
+	f.Add([]byte("\x50\xed\x55\xba\x01\x00\x10\x00"), 9, 0)
+	f.Fuzz(func(t *testing.T, data []byte, major, minor int) {
+		out, err := trimFatbin(data, major, minor)
+		if err != nil {
+			return
+		}
+		in, _ := fatbin.Parse(data)
+		kept, err := fatbin.Parse(out)
+		if err != nil {
+			t.Fatalf("the trimmed fat binary does not parse: %v", err)
+		}
+		if len(kept) == 0 || len(kept) > len(in) {
+			t.Fatalf("kept %d of %d entries", len(kept), len(in))
+		}
+	})
+}
