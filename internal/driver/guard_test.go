@@ -77,3 +77,16 @@ func TestFloorOf(t *testing.T) {
 		t.Errorf("this process's address floor %#x is outside [%#x, %#x]", f, leastAddressFloor, mostAddressFloor)
 	}
 }
+
+// FuzzFloorOf: whatever /proc/self/maps says, the floor stays within its
+// bounds.
+func FuzzFloorOf(f *testing.F) {
+	f.Add([]byte("00400000-00c5b000 r-xp 00000000 08:01 1234 /usr/bin/gpuos\n"))
+	f.Add([]byte("55d0c8a00000-55d0c8a2c000 r--p 00000000 08:01 1234 /usr/bin/gpuos\n"))
+	f.Add([]byte("-\n"))
+	f.Fuzz(func(t *testing.T, maps []byte) {
+		if v := floorOf(maps); v < leastAddressFloor || v > mostAddressFloor {
+			t.Fatalf("floorOf = %#x, outside [%#x, %#x]", v, leastAddressFloor, mostAddressFloor)
+		}
+	})
+}
