@@ -27,9 +27,12 @@
 //     stream of its own. Host functions (cuLaunchHostFunc, cuStreamAddCallback)
 //     run on a worker per daemon stream after a fence recorded behind the work
 //     before them, and later submissions to that daemon stream wait for them.
-//   - Events (a gpuos fence per record), module loading, kernel parameter
-//     packing from the layout the daemon returns, launch validation,
-//     function attributes and occupancy, pointer attributes.
+//   - Events (a gpuos fence per record), module loading (an image larger
+//     than one LoadProgram request, such as cuRAND's fat binary, is cut down
+//     to the entries the device can use: trim.go), kernel parameter packing
+//     from the layout the daemon returns, launch validation, function
+//     attributes and occupancy (cluster occupancy answers for one-block
+//     clusters, the only ones gpuos launches), pointer attributes.
 //   - Libraries (library.go): CUDA's context-independent loading. A
 //     CUlibrary needs no context; it is loaded into a device's session when
 //     its code is first needed there (a CUkernel's function, a launch, a
