@@ -1,6 +1,9 @@
 package sched
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // BuiltinInfo describes a built-in policy.
 type BuiltinInfo struct {
@@ -165,13 +168,16 @@ const priorityActive = time.Second
 //
 // Tenants of a class take turns on the device (Choice.Group, one group per
 // class), so their shares within the class are exact and the slices of two
-// lower tenants do not run side by side and fill the device together. The
+// lower tenants do not run side by side and fill the device together; while
+// held back, a tenant keeps its class's turn for about a millisecond of
+// slices (priorityTurn) rather than one slice. The
 // high class takes no turns: its kernels run beside whatever runs, as
 // separate CUDA streams do, and wait for nothing but SMs.
 type priority struct {
 	fair
-	last  *Map
-	cands []TenantID
+	last   *Map
+	cands  []TenantID
+	holder [NumEngines][numClasses]TenantID // the latest pick of each class
 }
 
 // NewPriority returns the strict-priority policy.
@@ -181,6 +187,11 @@ func (*priority) Name() string { return "priority" }
 
 func (p *priority) Init(h *Host) error {
 	p.last = h.Map("priority.last_submit")
+	for e := range p.holder {
+		for c := range p.holder[e] {
+			p.holder[e][c] = NoTenant
+		}
+	}
 	return p.fair.Init(h)
 }
 
@@ -235,12 +246,28 @@ func (p *priority) OnDispatch(h *Host, e Engine, ready []TenantID) (Choice, erro
 			p.cands = append(p.cands, t)
 		}
 	}
-	ch := Choice{Tenant: p.pick(h, e, p.cands), Group: classGroup(top)}
+	t := p.pick(h, e, p.cands)
+	last := &p.holder[e][classIndex(top)]
+	if higher && *last != t && slices.Contains(p.cands, *last) &&
+		p.key(h, *last, e) < p.key(h, t, e)+int64(priorityTurn)*fairScale/h.Weight(*last, e) {
+		t = *last // its turn goes on
+	}
+	*last = t
+	ch := Choice{Tenant: t, Group: classGroup(top)}
 	if higher {
 		ch.Quantum, ch.Reserve = h.SliceTarget(), true
 	}
 	return ch, nil
 }
+
+// priorityTurn is how far (in GPU time over weight) a tenant of a class
+// held back by a higher one may run ahead of the others of its class
+// before its turn passes on, so a turn lasts about twice that: the class's
+// slices are short (a wave each), and every hand-off costs a wait between the
+// two tenants' streams on the device and a few driver calls on the
+// dispatcher, on the path of the higher class's next command. Fair share
+// still holds over longer spans.
+const priorityTurn = 500 * time.Microsecond
 
 // ---- band -------------------------------------------------------------------
 

@@ -325,3 +325,87 @@ func median(lat []time.Duration) time.Duration {
 	slices.Sort(l)
 	return l[len(l)/2]
 }
+
+// TestPriorityTurnsWithinClass: while a higher class is active, two
+// best-effort tenants' slices take turns of about priorityTurn (1 ms of GPU
+// time) each, not one slice each: every hand-off costs a wait between their
+// streams on the device and driver calls on the dispatcher. Both still get
+// the same share over the run.
+func TestPriorityTurnsWithinClass(t *testing.T) {
+	const (
+		sms     = 8
+		beN     = 16 // 51 µs a block, so a slice of 7 blocks takes 52 µs
+		kernels = 6  // each of 20 waves: 23 slices
+	)
+	g := newSimGPUOf(t, sms, true)
+	s := newSched(t, sched.Options{Device: g.dev, Policy: "priority", HookDeadline: time.Minute,
+		Clock:   func() time.Duration { return time.Millisecond }, // the service stays active
+		OnEject: func(p string, err error) { t.Errorf("policy %s ejected: %v", p, err) }})
+	ctx := tctx(t)
+	if err := s.SetShare("service", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
+		t.Fatal(err)
+	}
+	svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 1})
+	svcStream := g.stream(t, 0)
+	if err := svc.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: svcStream, Issue: g.launch(svcStream, 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	var order []int // the tenant of each slice, in issue order
+	var queues []*sched.Queue
+	for i, name := range []string{"batch-a", "batch-b"} {
+		if err := s.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: sched.ClassLow, ClassSet: true}); err != nil {
+			t.Fatal(err)
+		}
+		q := newQueue(t, s, sched.QueueParams{Tenant: name, Session: uint64(10 + i)})
+		queues = append(queues, q)
+		st := g.stream(t, 0)
+		p := params(beN)
+		est := &sched.Estimate{}
+		const units = sms * 20
+		for range kernels {
+			c := &sched.Command{Kind: sched.Compute, Stream: st, Units: units, Wave: sms, Estimate: est,
+				Issue: func() error { t.Error("a best-effort kernel was issued whole"); return nil },
+				IssueUnits: func(lo, hi uint32) error {
+					mu.Lock()
+					order = append(order, i)
+					mu.Unlock()
+					return st.Launch(g.work, backend.LaunchConfig{Grid: [3]uint32{hi - lo, 1, 1}, Block: [3]uint32{1, 1, 1}}, p)
+				}}
+			if err := q.Submit(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, q := range queues {
+		if err := q.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Turns while both had work: up to the first tenant's last slice.
+	mu.Lock()
+	defer mu.Unlock()
+	last := len(order) - 1
+	for last > 0 && order[last] == order[len(order)-1] {
+		last--
+	}
+	both := order[:last+1]
+	turns, count := 1, [2]int{}
+	for k, x := range both {
+		count[x]++
+		if k > 0 && x != both[k-1] {
+			turns++
+		}
+	}
+	t.Logf("%d slices while both had work (%d and %d), in %d turns", len(both), count[0], count[1], turns)
+	if perTurn := float64(len(both)) / float64(turns); perTurn < 8 {
+		t.Errorf("%.1f slices a turn, want about 19 (1 ms of 52 µs slices), at least 8", perTurn)
+	}
+	if turns < 4 {
+		t.Errorf("%d turns while both had work: one tenant kept the device", turns)
+	}
+}
