@@ -138,7 +138,11 @@ firsterr() {
     local log=$1 n f=$W/.firsterr
     # Without the entry-point lookups, which the runtime makes by the hundred.
     grep -v -E 'cuGetProcAddress' "$log" | sed 's/^gpuos-shim: //' > "$f"
-    n=$(grep -n -E '^T[0-9]+ +cu[A-Za-z0-9_]+\(.*\) = (CUDA_ERROR_|0x)' "$f" | grep -v 'cuGetExportTable' | head -1 | cut -d: -f1)
+    # A thread asking for its context's device before it has one gets
+    # CUDA_ERROR_INVALID_CONTEXT from the real driver too: the runtime does
+    # so at start-up.
+    n=$(grep -n -E '^T[0-9]+ +cu[A-Za-z0-9_]+\(.*\) = (CUDA_ERROR_|0x)' "$f" | grep -v 'cuGetExportTable' |
+        grep -v -E 'cuCtxGetDevice(_v2)?\(.*ctx=0x0\) = CUDA_ERROR_INVALID_CONTEXT' | head -1 | cut -d: -f1)
     if [ -n "$n" ] && [ $CONTEXTS -le 0 ]; then
         say "   first failing call: $(sed -n "${n}p" "$f" | cutl 200)"
     elif [ -n "$n" ]; then
@@ -149,7 +153,7 @@ firsterr() {
         say "   no call failed; the trace ends (lookups left out):"
         tail -8 "$f" | cutl 230 | sed 's/^/     | /' >> "$S"
     fi
-    grep -h 'is not supported by gpuos\|unimplemented slot\|unknown table' "$f" | sort -u | head -4 | sed 's/^/   refused: /' | cutl >> "$S"
+    grep -h 'is not supported by gpuos\|unimplemented slot\|unknown table\|more than gpuos loads at once\|gpuos launches no thread block clusters' "$f" | sort -u | head -6 | sed 's/^/   refused: /' | cutl >> "$S"
 }
 
 # compare NAME DIR CMD...: natively, then through gpuos with the full call
