@@ -32,7 +32,7 @@
 #      CuPy's own kernels, PTX: what the guarded tier can run); those that fail
 #      again as the trusted tenant of testdata/cupy/gpuos-cupy.yaml, with the
 #      SASS modules the audit log shows refused added to trusted_modules (up
-#      to three rounds).
+#      to six rounds, while each learns of modules refused).
 # The comparison with the real driver: every program that fails runs once
 # more natively under reftrace.sh, and firstdiff.py reports, from the two
 # traces, the first call whose result through gpuos differs from the real
@@ -299,7 +299,19 @@ if python3 -c 'import cupy' 2> /dev/null; then
         say "-- again as tenant cupy-trusted (testdata/cupy/gpuos-cupy.yaml), learning the refused SASS modules' hashes from the audit log"
         cfg=$W/gpuos-cupy.yaml
         cp testdata/cupy/gpuos-cupy.yaml "$cfg"
-        for round in 1 2 3; do
+        # refused: the SASS modules the audit log shows refused (LoadProgram's
+        # deny events carry their SHA-256) that cfg does not list yet.
+        refused() {
+            grep '"LoadProgram"' "$AUDIT" 2> /dev/null | grep -o '"sha256":"[0-9a-f]\{64\}"' | cut -d'"' -f4 | sort -u |
+                grep -v -x -F -f <(grep -o '[0-9a-f]\{64\}' "$cfg") || true
+        }
+        # A program stops at the first module refused, so each round learns
+        # about one more per program: start from what the guarded runs were
+        # refused, and go on while rounds learn something.
+        new=$(refused)
+        [ -n "$new" ] && printf '  - %s\n' $new >> "$cfg"
+        say "   from the guarded runs: $(printf '%s\n' $new | grep -c .) module(s) refused"
+        for round in 1 2 3 4 5 6; do
             [ $SECONDS -lt $((BUDGET - 120)) ] || { say "   stopped: the run is near its budget of $BUDGET s"; break; }
             : > "$AUDIT"
             serve "$cfg" || break
@@ -307,7 +319,7 @@ if python3 -c 'import cupy' 2> /dev/null; then
             for s in "${failed[@]}"; do
                 REFKEY=cupy_$s TENANT=cupy-trusted compare "cupy_${s}_trusted$round" "$ROOT/testdata/cupy" python3 "$s.py" || still+=("$s")
             done
-            new=$(grep -o '"sha256":"[0-9a-f]\{64\}"' "$AUDIT" | cut -d'"' -f4 | sort -u | grep -v -x -F -f <(grep -o '[0-9a-f]\{64\}' "$cfg") || true)
+            new=$(refused)
             failed=("${still[@]}")
             say "   round $round: ${#still[@]} failing, $(printf '%s\n' $new | grep -c .) module(s) refused for the first time"
             [ ${#still[@]} -eq 0 ] || [ -z "$new" ] && break
