@@ -429,8 +429,25 @@ static int attacks(int n, char **paths) {
         uint64_t own_size = 4096, wb = win_base, we = win_base + SPAN;
         void *params[] = {&own, &own_size, &wb, &we, &victim};
         clear_record();
-        /* 2 blocks of 64 threads covers every attack's launch line. */
-        CUresult r = cuLaunchKernel(f, 2, 1, 1, 64, 1, 1, 0, 0, params, NULL);
+        /* The attack's own launch line (run.sh writes NAME.launch beside
+           NAME.guarded.ptx: grid, block, dynamic shared bytes); without one,
+           2 blocks of 64 threads, which covers every attack's grid and block. */
+        unsigned grid = 2, block = 64, shared = 0;
+        char lp[4096];
+        snprintf(lp, sizeof lp, "%s", paths[i]);
+        char *dot = strstr(lp, ".guarded.ptx");
+        if (dot) {
+            strcpy(dot, ".launch");
+            FILE *lf = fopen(lp, "r");
+            if (lf) {
+                unsigned g, b, sh;
+                if (fscanf(lf, "%u %u %u", &g, &b, &sh) == 3 && g > 0 && b > 0 && b <= 1024 && sh <= 48 * 1024) {
+                    grid = g, block = b, shared = sh;
+                }
+                fclose(lf);
+            }
+        }
+        CUresult r = cuLaunchKernel(f, grid, 1, 1, block, 1, 1, shared, 0, params, NULL);
         if (r == CUDA_SUCCESS) r = cuCtxSynchronize();
         unsigned char now[4096];
         if (r != CUDA_SUCCESS) {

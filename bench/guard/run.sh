@@ -44,6 +44,9 @@ echo
 echo "== 4. attacks, guarded, on the real device (a victim buffer outside the window)"
 for f in testdata/guard/attacks/*.ptx; do
 	"$GT" guard "$f" "$OUT/attacks/$(basename "$f" .ptx).guarded.ptx" >/dev/null
+	# The header's launch line (grid=N block=N [shared=N]) for bench: "grid block shared".
+	sed -n 's|^// launch:||p' "$f" | awk '{g=1; b=1; s=0; for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "grid") g = kv[2]; if (kv[1] == "block") b = kv[2]; if (kv[1] == "shared") s = kv[2] } print g, b, s }' \
+		> "$OUT/attacks/$(basename "$f" .ptx).launch"
 done
 "$OUT/bench" --attacks "$OUT"/attacks/*.guarded.ptx | tee "$OUT/attacks.txt" || status=$?
 echo

@@ -166,6 +166,25 @@ func (r *fnRewriter) hoistedUse(in *ptx.Instruction, h *hoisted) []ptx.Stmt {
 			out = append(out, r.record(addr, h.bits == 32, window, &ptx.Guard{Reg: set, Negated: true})...)
 			r.cache[key] = cached{}
 		}
+		if rb := r.redirectBase(h, seg, in); rb != nil {
+			mc, _ := h.mergedCheck(h.sets[seg])
+			if _, done := h.redirect[seg]; !done {
+				// rb = check ? reg+lo : 0, the loads at [rb + off-lo]: the
+				// offsets stay >= 0, so nothing wraps (a negative base plus
+				// a positive offset would, past 2^32).
+				h.redirect[seg] = rb
+				var from ptx.Operand = addr
+				if mc.off != 0 {
+					t := r.w()
+					out = append(out, ins("add.s32", t, addr, imm(mc.off)))
+					from = t
+				}
+				out = append(out, ins("selp.b32", rb, from, imm(0), set))
+			}
+			a := in.Operands[1].(*ptx.Address) // ld d, [reg+off]
+			a.Base, a.Offset = h.redirect[seg], a.Offset-mc.off
+			return append(out, in)
+		}
 		// A suppressed load's destination is zeroed here too (in loops: see zero).
 		out = append(out, r.zero(in, &ptx.Guard{Reg: set, Negated: true})...)
 		in.Guard = &ptx.Guard{Reg: set}
@@ -178,4 +197,60 @@ func (r *fnRewriter) hoistedUse(in *ptx.Instruction, h *hoisted) []ptx.Stmt {
 	out = append(out, r.zero(in, &ptx.Guard{Reg: b})...)
 	in.Guard = &ptx.Guard{Reg: o}
 	return append(out, in)
+}
+
+// redirectBase returns a fresh register for the base of a shared load in a
+// segment whose hoisted check may redirect it, or nil. Such loads run
+// unpredicated at [selp(check, reg+lo, 0) + off-lo]: when the check fails
+// they read [off - lo], inside [0, span) of the block's shared memory (span, the
+// segment's merged range, fits in a sized .shared variable the kernel
+// uses, so that range is allocated), aligned as the merge requires; the
+// value is the block's own. Predicated loads made ptxas keep every loaded
+// value of an unrolled tile in its own register (the tiled GEMM's checked
+// variant needed 90 registers instead of 32: no 1024-thread launch).
+// Stores and atomics stay predicated: they must not happen.
+func (r *fnRewriter) redirectBase(h *hoisted, seg int, in *ptx.Instruction) *ptx.Reg {
+	if rb, ok := h.redirect[seg]; ok {
+		if rb != nil && (in.Opcode == "ld" || in.Opcode == "ldu") {
+			return rb
+		}
+		return nil
+	}
+	if (in.Opcode != "ld" && in.Opcode != "ldu") || h.space != spShared || h.bits != 32 || !r.f.Entry ||
+		r.g.opts.KeepSuppressedLoads {
+		return nil
+	}
+	mc, ok := h.mergedCheck(h.sets[seg])
+	if !ok || mc.off > 1<<30 || mc.off < -(1<<30) || int64(mc.width) > r.staticShared() {
+		return nil
+	}
+	return r.w()
+}
+
+// staticShared is the size of the largest sized .shared variable the
+// function names: the block's shared memory holds at least that much.
+func (r *fnRewriter) staticShared() int64 {
+	if r.staticSh >= 0 {
+		return r.staticSh
+	}
+	r.staticSh = 0
+	ptx.Inspect(r.f.Body, func(n ptx.Node) bool {
+		s, ok := n.(*ptx.Symbol)
+		if !ok {
+			return true
+		}
+		v := r.shared[s.Name]
+		if v == nil {
+			if gv := r.g.vars[s.Name]; gv != nil && gv.Space == ptx.SpaceShared {
+				v = gv
+			}
+		}
+		if v != nil {
+			if size, _, err := varShape(v); err == nil && int64(size) > r.staticSh {
+				r.staticSh = int64(size)
+			}
+		}
+		return true
+	})
+	return r.staticSh
 }
