@@ -423,7 +423,9 @@ func floorOf(maps []byte) uint64 {
 // when there is none.
 func outsideArg(params []byte, layout []backend.Param, pointers []bool, floor, lo, hi uint64, other func(uint64) bool) (int, uint64, bool) {
 	for i, prm := range layout {
-		if prm.Size != 8 || int(prm.Offset)+8 > len(params) {
+		// A pointer is 8-byte aligned in the parameter buffer, as the ABI lays
+		// it out: 8 bytes at another offset are a structure of smaller fields.
+		if prm.Size != 8 || prm.Offset%8 != 0 || int(prm.Offset)+8 > len(params) {
 			continue
 		}
 		if pointers != nil && i < len(pointers) && !pointers[i] {

@@ -45,6 +45,14 @@ func TestOutsideArg(t *testing.T) {
 		{"a pointer PTX shows is one", pack(lo, 0, hi+64), []bool{true, false, true}, false, 2},
 		{"short buffer: nothing to read", pack(lo, 0, 12345)[:12], nil, true, 0},
 	}
+	// A structure of two ints at a 4-byte offset, after a 4-byte count.
+	packed := []backend.Param{{Offset: 0, Size: 8}, {Offset: 8, Size: 4}, {Offset: 12, Size: 8}}
+	odd := make([]byte, 20)
+	binary.LittleEndian.PutUint64(odd, lo)
+	binary.LittleEndian.PutUint64(odd[12:], 0x0000_0001_0000_1000)
+	if _, _, ok := outsideArg(odd, packed, nil, floor, lo, hi, global); !ok {
+		t.Error("8 bytes at an offset that is not a multiple of 8 were taken for a pointer")
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			i, _, ok := outsideArg(tt.params, layout, tt.pointers, floor, lo, hi, global)
