@@ -151,6 +151,7 @@ type rangeAnalysis struct {
 	// counter by 1.
 	linPairs [][2]string
 	linStep  map[[2]string]ptx.Operand // a pair's pointer increment
+	linOf    map[string][]int          // register → its pairs, by index
 }
 
 // ---- forms ------------------------------------------------------------------
@@ -758,39 +759,38 @@ func (ra *rangeAnalysis) stepLins(in *ptx.Instruction, defs []string, st *rstate
 // x or y and left y one known constant c: v is x's value less s·c. s is the
 // value, one form, of what the pair's increment adds to x.
 func (ra *rangeAnalysis) makeLins(defs []string, st *rstate) {
-	for _, pr := range ra.linPairs {
-		hit := false
-		for _, d := range defs {
-			hit = hit || d == pr[0] || d == pr[1]
+	for _, d := range defs {
+		for _, k := range ra.linOf[d] {
+			ra.makeLin(ra.linPairs[k], st)
 		}
-		if !hit {
-			continue
-		}
-		have := false
-		for _, l := range st.lins {
-			have = have || (l.x == pr[0] && l.y == pr[1])
-		}
-		if have {
-			continue
-		}
-		yv, xv := st.get(pr[1]), st.get(pr[0])
-		if yv.lo == nil || !yv.lo.equal(yv.hi) || !yv.lo.constOnly() || xv.lo == nil || xv.hi == nil {
-			continue
-		}
-		s := ra.linStep[pr]
-		if s == nil {
-			continue
-		}
-		sv := ra.operand(s, st)
-		if sv.lo == nil || !sv.lo.equal(sv.hi) || !ra.nonNegative(sv.lo) {
-			continue
-		}
-		v := ra.add(xv, ra.mulConst(ra.formVal(sv.lo), yv.lo.c), -1)
-		if v.lo == nil || v.hi == nil {
-			continue
-		}
-		st.lins = append(st.lins, lin{x: pr[0], y: pr[1], s: sv.lo, v: v})
 	}
+}
+
+func (ra *rangeAnalysis) makeLin(pr [2]string, st *rstate) {
+	have := false
+	for _, l := range st.lins {
+		have = have || (l.x == pr[0] && l.y == pr[1])
+	}
+	if have {
+		return
+	}
+	yv, xv := st.get(pr[1]), st.get(pr[0])
+	if yv.lo == nil || !yv.lo.equal(yv.hi) || !yv.lo.constOnly() || xv.lo == nil || xv.hi == nil {
+		return
+	}
+	s := ra.linStep[pr]
+	if s == nil {
+		return
+	}
+	sv := ra.operand(s, st)
+	if sv.lo == nil || !sv.lo.equal(sv.hi) || !ra.nonNegative(sv.lo) {
+		return
+	}
+	v := ra.add(xv, ra.mulConst(ra.formVal(sv.lo), yv.lo.c), -1)
+	if v.lo == nil || v.hi == nil {
+		return
+	}
+	st.lins = append(st.lins, lin{x: pr[0], y: pr[1], s: sv.lo, v: v})
 }
 
 // nonNegative reports whether f >= 0 for every value of the atoms.
@@ -1603,15 +1603,23 @@ func (ra *rangeAnalysis) findLinPairs() {
 	}
 	incs := map[string][]inc{}
 	var names []string
+	counters := map[int][]string{} // block → registers incremented by 1 there
 	for i, n := range ra.nodes {
-		if d, t, ok := selfAdd(n.in); ok {
-			if _, seen := incs[d]; !seen {
-				names = append(names, d)
-			}
-			incs[d] = append(incs[d], inc{ra.fl.block[i], t})
+		d, t, ok := selfAdd(n.in)
+		if !ok {
+			continue
+		}
+		if _, seen := incs[d]; !seen {
+			names = append(names, d)
+		}
+		b := ra.fl.block[i]
+		incs[d] = append(incs[d], inc{b, t})
+		if one, ok := t.(*ptx.Int); ok && one.Value == 1 && !contains(counters[b], d) {
+			counters[b] = append(counters[b], d)
 		}
 	}
 	ra.linStep = map[[2]string]ptx.Operand{}
+	ra.linOf = map[string][]int{}
 	for _, x := range names {
 		xs := incs[x]
 		same := true
@@ -1621,22 +1629,14 @@ func (ra *rangeAnalysis) findLinPairs() {
 		if !same {
 			continue
 		}
-		for _, y := range names {
-			if y == x {
-				continue
-			}
-			paired := false
-			for _, b := range incs[y] {
-				one, ok := b.t.(*ptx.Int)
-				if !ok || one.Value != 1 {
+		for _, a := range xs {
+			for _, y := range counters[a.block] {
+				pr := [2]string{x, y}
+				if _, dup := ra.linStep[pr]; dup || y == x || len(ra.linPairs) >= 64 {
 					continue
 				}
-				for _, a := range xs {
-					paired = paired || a.block == b.block
-				}
-			}
-			if paired && len(ra.linPairs) < 64 {
-				pr := [2]string{x, y}
+				ra.linOf[x] = append(ra.linOf[x], len(ra.linPairs))
+				ra.linOf[y] = append(ra.linOf[y], len(ra.linPairs))
 				ra.linPairs = append(ra.linPairs, pr)
 				ra.linStep[pr] = xs[0].t
 			}
