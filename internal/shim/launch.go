@@ -180,11 +180,11 @@ type LaunchConfig struct {
 
 // LaunchKernelEx is cuLaunchKernelEx. Attributes that only tune performance
 // are accepted; those asking for something gpuos cannot give (cooperative
-// launches, clusters, programmatic events, graph nodes) are refused with
-// CUDA_ERROR_NOT_SUPPORTED. A launch-completion event is recorded after the
-// kernel, which is later than CUDA would record it but never early.
+// launches, clusters, graph nodes) are refused with CUDA_ERROR_NOT_SUPPORTED.
+// Launch-completion and programmatic events are recorded after the kernel,
+// which is later than CUDA would trigger them but never early.
 func (d *Driver) LaunchKernelEx(t Thread, cfg LaunchConfig, fh uint64, kernelParams, extra uintptr) Result {
-	var completion uint64
+	var events []uint64 // recorded after the kernel: launch-completion and programmatic events
 	for _, a := range cfg.Attrs {
 		switch a.ID {
 		case cu.CU_LAUNCH_ATTRIBUTE_IGNORE, cu.CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW,
@@ -204,12 +204,19 @@ func (d *Driver) LaunchKernelEx(t Thread, cfg LaunchConfig, fh uint64, kernelPar
 				return d.Refuse("cuLaunchKernelEx: thread block clusters")
 			}
 		case cu.CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
-			completion = leU64(a.Value[:])
-			if completion == 0 {
+			ev := leU64(a.Value[:])
+			if ev == 0 {
 				return cu.CUDA_ERROR_INVALID_VALUE
 			}
+			events = append(events, ev)
 		case cu.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
-			return d.Refuse("cuLaunchKernelEx: programmatic events")
+			// Triggered once every block has triggered or exited: recording it
+			// after the kernel is later than that, never earlier.
+			ev := leU64(a.Value[:])
+			if ev == 0 {
+				return cu.CUDA_ERROR_INVALID_VALUE
+			}
+			events = append(events, ev)
 		case cu.CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE:
 			return d.Refuse("cuLaunchKernelEx: device-updatable graph nodes")
 		default:
@@ -219,8 +226,10 @@ func (d *Driver) LaunchKernelEx(t Thread, cfg LaunchConfig, fh uint64, kernelPar
 	if r := d.LaunchKernel(func() Thread { return t }, fh, cfg.Grid, cfg.Block, cfg.SharedMem, cfg.Stream, kernelParams, extra); r != cu.CUDA_SUCCESS {
 		return r
 	}
-	if completion != 0 {
-		return d.EventRecord(t, completion, cfg.Stream)
+	for _, ev := range events {
+		if r := d.EventRecord(t, ev, cfg.Stream); r != cu.CUDA_SUCCESS {
+			return r
+		}
 	}
 	return cu.CUDA_SUCCESS
 }
