@@ -100,6 +100,8 @@ func TestFormsChecked(t *testing.T) {
 		{name: "same address twice in a block: one check", body: "ld.global.u32 %r2, [%rd1];\nadd.s32 %r2, %r2, 1;\nst.global.u32 [%rd1], %r2;",
 			want: []string{"ld.global.u32", "st.global.u32"}, checked: 1},
 		{name: "generic", body: "st.u32 [%rd1], %r1;", want: []string{"and.b64", "st.u32"}, checked: 1},
+		{name: "generic address of a parameter: the window or the kernel's parameters", body: "mov.u64 %rd2, p;\ncvta.param.u64 %rd3, %rd2;\nld.u32 %r2, [%rd3+4];",
+			want: []string{"min.u64", "max.u64", "cvta.param.u64 \t%gdq", "and.b64", "or.pred", "ld.u32"}, checked: 1},
 		{name: "parameter through a register: inside the kernel's parameters", body: "mov.u64 %rd2, p;\nmul.wide.u32 %rd3, %r1, 4;\nadd.s64 %rd4, %rd2, %rd3;\nld.param.u32 %r2, [%rd4+4];",
 			want: []string{"mov.u64 \t%gdq", ", p;", "min.u64", "max.u64", "sub.u64", "setp.lt.u64", "ld.param.u32"}, checked: 1},
 		{name: "computed in a loop: checked per access", body: "mov.u64 %rd2, %rd1;\nL1:\nst.global.u32 [%rd2], %r1;\nadd.s64 %rd2, %rd2, 4;\nsetp.lt.u64 %p1, %rd2, 100;\n@%p1 bra L1;",

@@ -398,14 +398,15 @@ func (r *fnRewriter) paramRange() *spanRange {
 	return r.kparam
 }
 
+// genericParamRange is paramRange as generic addresses (cvta.param of its
+// lowest address, the same size).
 func (r *fnRewriter) genericParamRange() *spanRange {
-	if r.gparam == nil && r.f.Entry && len(r.f.Params) > 0 {
-		slots, err := r.f.ParamLayout()
-		if err != nil || len(slots) == 0 {
+	if r.gparam == nil {
+		kp := r.paramRange()
+		if kp == nil {
 			return nil
 		}
-		last := slots[len(slots)-1]
-		r.gparam = &spanRange{lo: r.q(), size: int64(last.Offset + last.Size)}
+		r.gparam = &spanRange{lo: r.q(), size: kp.size, sizeReg: kp.sizeReg}
 	}
 	return r.gparam
 }
@@ -485,8 +486,7 @@ func (r *fnRewriter) finish() {
 		}
 	}
 	if r.gparam != nil {
-		add(ins("mov.u64", r.gparam.lo, &ptx.Symbol{Name: r.f.Params[0].Name}))
-		add(ins("cvta.param.u64", r.gparam.lo, r.gparam.lo))
+		add(ins("cvta.param.u64", r.gparam.lo, r.kparam.lo))
 	}
 	if r.recorded {
 		add(ins("mov.u32", r.countReg(), imm(0)))
