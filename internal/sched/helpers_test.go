@@ -219,6 +219,13 @@ func (f *fakeStream) release(n int) {
 	f.mu.Unlock()
 }
 
+// ops is how many operations were enqueued on the stream.
+func (f *fakeStream) ops() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.enqueued
+}
+
 func (f *fakeStream) pending() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

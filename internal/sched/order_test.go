@@ -284,3 +284,61 @@ func TestSwitchingPoliciesLosesAndReordersNothing(t *testing.T) {
 		}
 	}
 }
+
+// WaitIssued returns once another goroutine, holding the dispatch token
+// while it issues other work, has issued the queue's command, and names its
+// stream; whether it sleeps at once or polls first (Options.Spin).
+func TestWaitIssuedWhileAnotherIssues(t *testing.T) {
+	for _, spin := range []time.Duration{0, time.Millisecond, time.Minute} {
+		t.Run(fmt.Sprint("spin=", spin), func(t *testing.T) {
+			s := newSched(t, sched.Options{Device: &fakeDevice{}, Policy: "fifo", Spin: spin})
+			ctx := tctx(t)
+			qa := newQueue(t, s, sched.QueueParams{Tenant: "a", Session: 1})
+			qb := newQueue(t, s, sched.QueueParams{Tenant: "b", Session: 2})
+			sa, sb := newFakeStream(true), newFakeStream(true)
+			inIssue, release := make(chan struct{}), make(chan struct{})
+			go func() {
+				// a's submitter issues its command itself and stays in the
+				// backend, holding the dispatch token, until released.
+				qa.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: sa, Issue: func() error {
+					close(inIssue)
+					<-release
+					return sa.op()
+				}})
+			}()
+			<-inIssue
+			if err := qb.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: sb, Issue: sb.op}); err != nil {
+				t.Fatal(err)
+			}
+			if sb.ops() != 0 {
+				t.Fatalf("b's command issued while a's issue held the dispatch token")
+			}
+			type result struct {
+				streams []backend.Stream
+				err     error
+			}
+			got := make(chan result, 1)
+			go func() {
+				st, err := qb.WaitIssued(ctx, nil)
+				got <- result{st, err}
+			}()
+			select {
+			case r := <-got:
+				t.Fatalf("WaitIssued returned %v, %v before b's command was issued", r.streams, r.err)
+			case <-time.After(5 * time.Millisecond):
+			}
+			close(release)
+			r := <-got
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if len(r.streams) != 1 || r.streams[0] != sb {
+				t.Errorf("WaitIssued named %v, want b's stream", r.streams)
+			}
+			if sb.ops() != 1 {
+				t.Errorf("b's stream got %d operations, want 1", sb.ops())
+			}
+			qa.Wait(ctx)
+		})
+	}
+}

@@ -3,6 +3,7 @@ package sched
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,7 +82,9 @@ type Options struct {
 	FlushDelay time.Duration
 	// Spin is how long the dispatcher goroutine polls for more work after
 	// it issued some, before it sleeps: a burst of Batched submissions then
-	// reaches it without a wake-up each (default 0: it sleeps at once).
+	// reaches it without a wake-up each; and how long WaitIssued polls for
+	// another goroutine to issue the queue's work before it sleeps (default
+	// 0: both sleep at once).
 	Spin time.Duration
 	// OnEject, if set, is told (on its own goroutine) when a policy is
 	// replaced for misbehaving.
@@ -425,6 +428,9 @@ type Queue struct {
 	issued           *sync.Cond // WaitIssued: nothing queued or being issued
 	lowWater         int        // a full queue takes submissions again from here
 	st               QueueStats
+	// settled: nothing was queued or being issued at the latest change (a
+	// hint that WaitIssued polls without the lock; it decides under it).
+	settled atomic.Bool
 }
 
 // QueueStats are a queue's counters.
@@ -549,6 +555,7 @@ func (q *Queue) Submit(ctx context.Context, c *Command) error {
 		t.active = append(t.active, sq)
 	}
 	q.queued++
+	q.settled.Store(false)
 	q.st.Submitted++
 	if c.Kind != Marker {
 		e := c.Kind.engine()
@@ -600,6 +607,18 @@ func (q *Queue) WaitIssued(ctx context.Context, streams []backend.Stream) ([]bac
 	if q.queued > 0 {
 		s.runLocked(0)
 	}
+	if (q.queued > 0 || q.issuing > 0) && !q.closed && ctx.Err() == nil && s.opts.Spin > 0 {
+		// Another goroutine holds the dispatch token and is issuing (a
+		// completion waiter, usually in the backend for another tenant's
+		// work): poll for a while rather than sleep on the condition, so
+		// the caller — a synchronizing request, often a latency-critical
+		// one — does not also wait for its goroutine to be woken.
+		s.mu.Unlock()
+		for start := time.Now(); !q.settled.Load() && ctx.Err() == nil && time.Since(start) < s.opts.Spin; {
+			runtime.Gosched()
+		}
+		s.mu.Lock()
+	}
 	if (q.queued > 0 || q.issuing > 0) && !q.closed && ctx.Err() == nil {
 		if ctx.Done() != nil {
 			stop := context.AfterFunc(ctx, func() {
@@ -635,8 +654,11 @@ func (q *Queue) WaitIssued(ctx context.Context, streams []backend.Stream) ([]bac
 // settledLocked wakes WaitIssued once nothing of the queue is queued or
 // being issued.
 func (q *Queue) settledLocked() {
-	if q.waitingIssue > 0 && q.queued == 0 && q.issuing == 0 {
-		q.issued.Broadcast()
+	if q.queued == 0 && q.issuing == 0 {
+		q.settled.Store(true)
+		if q.waitingIssue > 0 {
+			q.issued.Broadcast()
+		}
 	}
 }
 
