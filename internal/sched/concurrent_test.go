@@ -36,14 +36,23 @@ func (u ungrouped) OnDispatch(h *sched.Host, e sched.Engine, ready []sched.Tenan
 // per point, charged from the previous point's end — go wrong: the subtest
 // "ungrouped" shows that this model reproduces what the H100 showed (the
 // daemon's view at 25/75 while the short tenant got a fraction of its share).
+// The "-full" subtests give both tenants kernels that fill the device, as
+// bench/sched does; there the sim, whose blocks of a kernel all start and end
+// together, would not show the overlap without turns (on a GPU a kernel's
+// blocks start as the block scheduler reaches them, and the next kernel's
+// fill the SMs its first blocks leave), so they check only the policies.
 func TestSharesConcurrentKernels(t *testing.T) {
 	for _, tt := range []struct {
-		policy    string
-		ungrouped bool
-	}{{"fair", false}, {"band", false}, {"fair", true}, {"band", true}} {
+		policy      string
+		ungrouped   bool
+		shortBlocks uint32 // 4: both tenants' kernels fill the device, as in bench/sched
+	}{{"fair", false, 2}, {"band", false, 2}, {"fair", true, 2}, {"band", true, 2}, {"fair", false, 4}, {"band", false, 4}} {
 		name := tt.policy
 		if tt.ungrouped {
 			name += "-ungrouped"
+		}
+		if tt.shortBlocks == 4 {
+			name += "-full"
 		}
 		t.Run(name, func(t *testing.T) {
 			g := newSimGPUOf(t, 4, true)
@@ -62,7 +71,7 @@ func TestSharesConcurrentKernels(t *testing.T) {
 				}
 			}
 			runs := saturate(t, g, s, 2*time.Second,
-				loadSpec{name: "short", weight: 1, n: 20, blocks: 2},
+				loadSpec{name: "short", weight: 1, n: 20, blocks: tt.shortBlocks},
 				loadSpec{name: "long", weight: 3, n: 200, blocks: 4})
 			w := window(runs)
 			if w < time.Second {
