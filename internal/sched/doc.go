@@ -25,7 +25,9 @@
 // There is no dispatcher goroutine on the hot path: whoever makes progress
 // possible (a submitter, a completion, the background goroutine) takes the
 // dispatch token and issues, calling the backend without the lock; a launch
-// into an idle scheduler is issued by the submitting goroutine itself. For
+// into an idle scheduler is issued by the submitting goroutine itself, and a
+// synchronizing caller (WaitIssued) whose work another goroutine is issuing
+// polls for it for Options.Spin before it sleeps. For
 // each engine the policy picks among the tenants that have a ready command
 // and room: each tenant may have TenantInFlight commands in flight per
 // engine, and the device Lookahead (estimated GPU time, or bytes, in flight)
@@ -49,7 +51,8 @@
 // the daemon; one such switch per change of tenant). Group 0 takes no turns.
 // fair and band put every tenant in one group; priority puts each class
 // below high in its own group and the high class in none, so its kernels run
-// beside whatever runs and wait for nothing but SMs.
+// beside whatever runs and wait for nothing but SMs (while held back, a
+// lower tenant keeps its class's turn for about a millisecond of slices).
 //
 // # What a share is
 //
