@@ -27,12 +27,12 @@
 // dispatch token and issues, calling the backend without the lock; a launch
 // into an idle scheduler is issued by the submitting goroutine itself, and a
 // synchronizing caller (WaitIssued) whose work another goroutine is issuing
-// polls for it for Options.Spin before it sleeps. For
-// each engine the policy picks among the tenants that have a ready command
-// and room: each tenant may have TenantInFlight commands in flight per
-// engine, and the device Lookahead (estimated GPU time, or bytes, in flight)
-// keeps decisions late, so newly arrived urgent work waits for little that is
-// already queued in hardware. The look-ahead is counted per class: a tenant
+// polls for it for Options.Spin before it sleeps. For each engine the policy
+// picks among the tenants that have a ready command and room: each tenant
+// may have TenantInFlight commands in flight per engine, and the device
+// Lookahead (estimated GPU time, or bytes, in flight) keeps decisions late,
+// so newly arrived urgent work waits for little that is already queued in
+// hardware. The look-ahead is counted per class: a tenant
 // has room while the work in flight of its class and the classes above it is
 // under it, so best-effort work never takes the room of a higher class's
 // command. A policy may ask for a sliceable kernel to be issued in slices
