@@ -122,6 +122,12 @@ func TestDriverLibraryTooLargeToSend(t *testing.T) {
 	must(t, "CtxDestroy", d.CtxDestroy(th, c))
 	must(t, "LibraryUnload", d.LibraryUnload(lib))
 
+	// An image that fits is sent as it is, so that its hash is its own.
+	fits := make([]byte, maxLoadImage(len("fits")))
+	if got, r := d.fitImage(d.devices[0], fits, "fits"); r != cu.CUDA_SUCCESS || &got[0] != &fits[0] {
+		t.Errorf("fitImage of an image of the largest size sent whole: %v, or a copy", r)
+	}
+
 	// A cubin cannot be cut down: it is refused before anything is sent.
 	big := make([]byte, maxLoadImage(0)+64)
 	copy(big, readTestdata(t, "fatbin/vecadd.sm_90.cubin"))
