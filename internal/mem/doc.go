@@ -122,24 +122,40 @@
 // session runs before it can be evicted again; while only protected chunks
 // could make room, MakeResident waits and an allocation sleeps.
 //
+// Evictions are pipelined: one begins by quiescing the windows that map its
+// chunk and enqueuing the copy to host memory on the eviction stream, with
+// an event after it, and finishes (oldest first) by waiting for that event,
+// mapping the sink in the chunk's place and giving the chunk to the pool.
+// makeRoom begins as many evictions as the need calls for, so their copies
+// run back to back; a MakeResident pass also begins, once it has the chunk
+// it asked for, evictions for the next chunks it will need (up to twice that
+// chunk, into host memory already pinned only), so the next victim's copy to
+// the host runs while this chunk is remapped and copied back: the eviction
+// stream does not wait for the host, and copies in both directions overlap.
+// Evictions under way never outlive the eviction lock: a pass finishes them
+// before it lets go of it.
+//
 // Host swap memory is pinned (AllocHost: page-locked, so the copies are
 // asynchronous DMA) in pieces of at most Options.SwapPiece, kept for reuse,
 // and bounded by SwapLimit; an eviction that does not fit fails the
 // allocation that needed it with ErrOutOfMemory. An eviction enqueues its
-// whole chunk, piece after piece, on the eviction stream and waits once; two
-// events around the copies time it on the device (SwapEvent.Copy).
+// whole chunk, run after run of the slot's blocks, on the eviction stream;
+// two events around the copies time it on the device (SwapEvent.Copy).
 //
 // Pinning is the slow part: on the lent H100's host cuMemHostAlloc pins
 // about 2 GB/s while the copy runs at 55 GB/s, so an eviction that has to
-// pin its buffers first runs at the pinning rate. So the store pins ahead on
-// a goroutine of its own: Options.SwapReserve from the start, and once
-// evictions have begun, enough full pieces to keep Options.SwapAhead free;
-// an eviction during MakeResident that finds no free buffer waits for the
-// pass's swap-in copies in flight and reuses their buffers (tens of
-// milliseconds) before it would pin (most of a second per GiB). What an
-// eviction still pins is reported apart from its copy (SwapEvent.Pin,
-// Pinned). Trim frees the kept buffers and stops pinning ahead until the
-// next eviction.
+// pin its buffers first runs at the pinning rate. So the store pins ahead,
+// on Options.SwapPinners goroutines at once: Options.SwapReserve from the
+// start (OnSwap is told when it is pinned: SwapReserved), and once
+// evictions have begun, enough full pieces to keep Options.SwapAhead free.
+// An eviction that finds no free buffer first reuses those of swap-ins
+// whose copies have landed (waiting for them oldest first: milliseconds),
+// then waits for pieces being pinned ahead, and pins what it still lacks
+// itself (most of a second per GiB). What an eviction still pins is
+// reported apart from its copy (SwapEvent.Pin, Pinned), and so are its
+// quiescing and remapping (SwapEvent.Quiesce, Remap). Trim frees the kept
+// buffers and stops pinning ahead until the next eviction.
+//
 // Everything a window maps must fit on the device at once beside the sink
 // (else its session could never run): an allocation or attachment past that
 // is ErrOutOfMemory. Freeing an evicted allocation, or closing its window,
@@ -169,8 +185,10 @@
 // Only Free, Attach and Close of allocations with their own chunks take a
 // share lock; they then take the windows involved one at a time, so two
 // windows' locks are never held together. Only the holder of evictMu holds
-// two share locks (a swap-in's, and a victim's it evicts to make room); no
-// one else waits for a second share lock, so that cannot deadlock. Eviction
+// several share locks (those of the victims whose evictions are under way,
+// from begin to finish, and a swap-in's); no one else waits for a second
+// share lock, so that cannot deadlock, and a chunk with an eviction under
+// way is no candidate, so the holder never waits for its own. Eviction
 // keeps a window quiesced after letting go of its lock (Quiesce's contract
 // allows that). Close takes no lock while it calls
 // those. Tenant usage and quotas are atomics (a compare-and-swap loop

@@ -56,7 +56,9 @@ type SwapEvent struct {
 	// session's work from the device until Window.MakeResident.
 	Windows []*Window
 	// Duration is how long the move took (for a SwapIn, until its copy was
-	// enqueued: swap-ins of one MakeResident share one wait at the end).
+	// enqueued: swap-ins of one MakeResident share one wait at the end; for
+	// a SwapOut, the time spent beginning and finishing it, not the work
+	// done between while its copy ran).
 	Duration time.Duration
 	// Copy is, for a SwapOut, how long its copy to host memory took: device
 	// time, measured with events on the eviction stream (host time from the
@@ -99,6 +101,9 @@ type pressure struct {
 	// pin is the window whose chunks must not be evicted (the one being
 	// made resident), or nil.
 	pin *Window
+	// ahead is the bytes a MakeResident pass will need after the chunk it
+	// asks for now: evictions for them are begun early (evictAhead).
+	ahead uint64
 }
 
 // swapStreams returns the streams evictions and swap-ins copy on, creating
@@ -121,16 +126,41 @@ func (m *Manager) swapStreams() (out, in backend.Stream, err error) {
 // returns a pooled chunk of that size or reserves the bytes (reserved true).
 // Caller holds m.evictMu unless pr.locked is false, in which case makeRoom
 // takes it (and lets go of it while it waits for protections to expire).
+//
+// Evictions are pipelined: makeRoom begins as many as the need calls for
+// (their copies queue on the eviction stream back to back) and finishes them
+// oldest first until the chunk fits. With pr.locked (a MakeResident pass),
+// evictions begun for what the pass needs next (pr.ahead) may remain under
+// way when it returns, so their copies run while the caller maps and copies
+// back its chunk; the pass finishes them (drainEvictions) before it lets go
+// of m.evictMu.
 func (m *Manager) makeRoom(size uint64, pr *pressure) (c *chunk, err error) {
 	if !pr.locked {
 		m.evictMu.Lock()
-		defer func() { m.evictMu.Unlock() }()
+		defer func() {
+			// Every eviction begun ends before evictMu is let go of. One
+			// that fails was undone; the memory got is good all the same.
+			if derr := m.drainEvictions(); derr != nil && err == nil && c == nil {
+				m.evictFailures.Add(1)
+			}
+			m.evictMu.Unlock()
+		}()
 	}
 	var waited time.Duration
 	for {
 		c, reserved, err := m.takeOrReserve(size)
 		if err != nil || c != nil || reserved {
+			if err == nil && pr.locked && pr.ahead > 0 {
+				m.evictAhead(size, pr)
+			}
 			return c, err
+		}
+		if len(m.outgoing) > 0 {
+			// Evictions under way free memory first.
+			if err := m.finishEviction(); err != nil && !errors.Is(err, errGone) {
+				return nil, fmt.Errorf("evict for %d bytes: %w", size, err)
+			}
+			continue
 		}
 		m.mu.Lock()
 		need := m.physical + size - m.limit
@@ -160,10 +190,12 @@ func (m *Manager) makeRoom(size uint64, pr *pressure) (c *chunk, err error) {
 		}
 		p := pr.p
 		p.Need = need
-		order := m.choose(p, cands)
-		evicted := false
-		for _, i := range order {
-			err := m.evictChunk(cands[i], p)
+		var begun uint64
+		for _, i := range m.choose(p, cands) {
+			if begun >= need {
+				break
+			}
+			err := m.beginEviction(cands[i], p)
 			switch {
 			case errors.Is(err, errGone):
 				continue
@@ -171,14 +203,48 @@ func (m *Manager) makeRoom(size uint64, pr *pressure) (c *chunk, err error) {
 			case err != nil:
 				return nil, fmt.Errorf("evict for %d bytes: %w", size, err)
 			}
-			evicted = true
-			if c, reserved, err := m.takeOrReserve(size); err != nil || c != nil || reserved {
-				return c, err
-			}
+			begun += cands[i].Bytes
 		}
-		if !evicted && len(cands) > 0 {
-			// Every chosen candidate vanished meanwhile; list again.
-			continue
+		// Nothing begun: every chosen candidate vanished meanwhile; list again.
+	}
+}
+
+// evictAhead begins evictions for what a MakeResident pass needs next (at
+// most twice the chunk it just got), so their copies to host memory run
+// while the pass remaps and copies back that chunk, and the eviction stream
+// never waits for the host. Only into host memory the swap store has
+// pinned; a failure is left for the next need to meet. Caller holds
+// m.evictMu.
+func (m *Manager) evictAhead(size uint64, pr *pressure) {
+	want := min(pr.ahead, 2*size)
+	var have uint64
+	for _, o := range m.outgoing {
+		have += o.ch.size
+	}
+	m.mu.Lock()
+	have += m.limit - min(m.limit, m.physical) + m.pooled
+	m.mu.Unlock()
+	if have >= want {
+		return
+	}
+	cands, _, _ := m.victimCandidates(pr.pin)
+	if len(cands) == 0 {
+		return
+	}
+	p := pr.p
+	p.Need = want - have
+	for _, i := range m.choose(p, cands) {
+		if have >= want || !m.swap.ready(cands[i].Bytes) {
+			// Ahead only into host memory already pinned: pinning costs
+			// more than waiting for the copy would save.
+			return
+		}
+		switch err := m.beginEviction(cands[i], p); {
+		case err == nil, errors.Is(err, errDropped):
+			have += cands[i].Bytes
+		case errors.Is(err, errGone):
+		default:
+			return
 		}
 	}
 }
@@ -289,7 +355,7 @@ func (m *Manager) victimCandidates(pin *Window) (out []Candidate, wait time.Dura
 				continue
 			}
 			listed += r.ch.size
-			if pinned[r.ch] {
+			if pinned[r.ch] || r.ch.evicting.Load() {
 				continue
 			}
 			if until := r.ch.protectUntil.Load(); until > now {
@@ -309,21 +375,178 @@ func (m *Manager) victimCandidates(pin *Window) (out []Candidate, wait time.Dura
 	return out, wait, listed
 }
 
-// evictChunk evicts the chunk behind cd. Caller holds m.evictMu.
+// evictChunk evicts the chunk behind cd and waits until it is done (with
+// every eviction begun before it). Caller holds m.evictMu.
 func (m *Manager) evictChunk(cd Candidate, why Pressure) error {
-	start := time.Now()
-	var ev SwapEvent
-	var err error
 	if cd.r.alloc == nil {
-		ev, err = m.evictSlab(cd.w, cd.r)
-	} else {
-		ev, err = m.evictShared(cd.r.alloc)
+		return m.beginEviction(cd, why)
 	}
-	if err != nil {
+	if err := m.beginEviction(cd, why); err != nil {
 		return err
 	}
-	ev.Kind, ev.Why, ev.Duration, ev.Copy = SwapOut, why, time.Since(start), m.lastCopy
-	ev.Pin, ev.Pinned = m.lastPin, m.lastPinned
+	return m.drainEvictions()
+}
+
+// beginEviction starts evicting the chunk behind cd: for an allocation's
+// chunk it quiesces every window that maps it and enqueues the copy to host
+// memory on the eviction stream, and finishEviction does the rest; a slab's
+// chunk is evicted whole at once (its window's lock is held throughout, and
+// a pass must not hold two windows' locks). Caller holds m.evictMu.
+func (m *Manager) beginEviction(cd Candidate, why Pressure) error {
+	start := time.Now()
+	if cd.r.alloc == nil {
+		ev, copied, err := m.evictSlab(cd.w, cd.r)
+		if err != nil {
+			return err
+		}
+		ev.Why, ev.Duration = why, time.Since(start)
+		ev.Copy, ev.Pin, ev.Pinned = copied.dur, copied.pin, copied.pinned
+		m.reportEviction(ev)
+		return nil
+	}
+	src := cd.r.alloc
+	sh := src.sh
+	sh.mu.Lock()
+	if src.state != stateLive || src.region == nil || src.region.ch.slot.Load() != nil || src.region.ch.evicting.Load() {
+		sh.mu.Unlock()
+		return errGone
+	}
+	o := &outgoing{src: src, ch: src.region.ch, why: why}
+	o.maps = src.mappingsLocked()
+	o.resumes = make([]func(), len(o.maps))
+	for i, mp := range o.maps {
+		mp.w.mu.Lock()
+		var err error
+		if mp.w.closing || mp.w.broken != nil || mp.r.evicted {
+			err = errGone
+		} else {
+			qstart := time.Now()
+			o.resumes[i], err = mp.w.quiesce()
+			o.quiesced += time.Since(qstart)
+		}
+		mp.w.mu.Unlock()
+		if err != nil {
+			o.resumeAll()
+			sh.mu.Unlock()
+			return err
+		}
+	}
+	owner := o.maps[0]
+	var err error
+	if o.copy, err = m.startCopyOut(owner.w.ptr(owner.r.start), o.ch.size); err != nil {
+		o.resumeAll()
+		sh.mu.Unlock()
+		return err
+	}
+	o.ch.evicting.Store(true)
+	o.active = time.Since(start)
+	m.outgoing = append(m.outgoing, o)
+	m.outgoingPeak = max(m.outgoingPeak, len(m.outgoing))
+	return nil
+}
+
+// outgoing is an eviction under way (beginEviction): the windows that map
+// its chunk are quiesced and its copy to host memory is enqueued; the
+// allocation's share lock is held until finishEviction.
+type outgoing struct {
+	src      *Allocation
+	ch       *chunk
+	maps     []mapping
+	resumes  []func()
+	copy     outCopy
+	why      Pressure
+	active   time.Duration // host time spent on it, not counting other work between
+	quiesced time.Duration
+}
+
+func (o *outgoing) resumeAll() {
+	for i, r := range o.resumes {
+		if r != nil {
+			r()
+			o.resumes[i] = nil
+		}
+	}
+}
+
+// drainEvictions finishes every eviction under way. Caller holds m.evictMu.
+func (m *Manager) drainEvictions() error {
+	var errs []error
+	for len(m.outgoing) > 0 {
+		if err := m.finishEviction(); err != nil && !errors.Is(err, errGone) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// finishEviction finishes the oldest eviction under way: it waits for its
+// copy, replaces the chunk's mappings by the sink in every window (which
+// stay quiesced until they are resident again) and gives the chunk to the
+// pool. On failure the chunk stays where it was and its windows are resumed.
+// Caller holds m.evictMu.
+func (m *Manager) finishEviction() error {
+	o := m.outgoing[0]
+	m.outgoing[0] = nil
+	m.outgoing = m.outgoing[1:]
+	if len(m.outgoing) == 0 {
+		m.outgoing = nil
+	}
+	start := time.Now()
+	sh, ch := o.src.sh, o.ch
+	defer sh.mu.Unlock()
+	ch.evicting.Store(false)
+	copyDur, err := m.waitCopyOut(&o.copy)
+	if err != nil {
+		o.resumeAll()
+		return err
+	}
+	slot := o.copy.slot
+	rstart := time.Now()
+	for i, mp := range o.maps {
+		mp.w.mu.Lock()
+		err := mp.w.sinkBack(mp.r.start, mp.r.n, ch)
+		if err == nil {
+			mp.w.markEvicted(mp.r, o.resumes[i])
+			o.resumes[i] = nil
+		}
+		mp.w.mu.Unlock()
+		if err == nil {
+			continue
+		}
+		// Put the chunk back where it was already taken away.
+		errs := []error{err}
+		for _, done := range o.maps[:i] {
+			done.w.mu.Lock()
+			if berr := done.w.backRegion(done.r.start, done.r.n, ch); berr != nil {
+				errs = append(errs, berr)
+			} else if rel := done.w.markResident(done.r); rel != nil {
+				rel()
+			}
+			done.w.mu.Unlock()
+		}
+		o.resumeAll()
+		m.swap.release(slot)
+		return errors.Join(errs...)
+	}
+	remapped := time.Since(rstart)
+	old := ch.c
+	ch.c = nil
+	ch.slot.Store(slot)
+	m.dropPhysical(old, ch)
+	owner := o.maps[0]
+	ev := SwapEvent{Kind: SwapOut, Tenant: owner.w.t.name, Window: owner.w.id, Ptr: owner.w.ptr(owner.r.start), Bytes: ch.size,
+		Quiesce: o.quiesced, Remap: remapped, Copy: copyDur, Pin: o.copy.pin, Pinned: o.copy.pinned, Why: o.why,
+		Duration: o.active + time.Since(start)}
+	for _, mp := range o.maps {
+		ev.Windows = append(ev.Windows, mp.w)
+	}
+	m.reportEviction(ev)
+	return nil
+}
+
+// reportEviction counts a finished eviction and tells OnSwap.
+func (m *Manager) reportEviction(ev SwapEvent) {
+	ev.Kind = SwapOut
 	m.passEvicted += ev.Bytes
 	m.evictions.Add(1)
 	m.evictedBytes.Add(ev.Bytes)
@@ -338,46 +561,45 @@ func (m *Manager) evictChunk(cd Candidate, why Pressure) error {
 	if m.onSwap != nil {
 		m.onSwap(ev)
 	}
-	return nil
 }
 
 // evictSlab evicts a slab's chunk, holding its window's lock throughout
-// (sub-allocations come and go under it).
-func (m *Manager) evictSlab(w *Window, r *region) (SwapEvent, error) {
+// (sub-allocations come and go under it), and reports its copy.
+func (m *Manager) evictSlab(w *Window, r *region) (_ SwapEvent, copied copyReport, _ error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed || w.closing || w.broken != nil || r.evicted || w.regionAt(r.start) != r {
-		return SwapEvent{}, errGone
+		return SwapEvent{}, copied, errGone
 	}
 	if len(r.slab.allocs) == 0 {
 		// The empty slab a window keeps: give it up instead.
 		if err := w.unplace(r); err != nil {
-			return SwapEvent{}, err
+			return SwapEvent{}, copied, err
 		}
 		k := slices.Index(w.slabs, r.slab)
 		w.slabs = slices.Delete(w.slabs, k, k+1)
 		w.empty--
 		if err := m.putChunk(r.ch); err != nil {
-			return SwapEvent{}, err
+			return SwapEvent{}, copied, err
 		}
-		return SwapEvent{}, errDropped
+		return SwapEvent{}, copied, errDropped
 	}
 	qstart := time.Now()
 	resume, err := w.quiesce()
 	if err != nil {
-		return SwapEvent{}, err
+		return SwapEvent{}, copied, err
 	}
 	quiesced := time.Since(qstart)
-	slot, err := m.copyOut(w.ptr(r.start), r.ch.size)
+	slot, copied, err := m.copyOut(w.ptr(r.start), r.ch.size)
 	if err != nil {
 		resume()
-		return SwapEvent{}, err
+		return SwapEvent{}, copied, err
 	}
 	rstart := time.Now()
 	if err := w.sinkBack(r.start, r.n, r.ch); err != nil {
 		resume()
 		m.swap.release(slot)
-		return SwapEvent{}, err
+		return SwapEvent{}, copied, err
 	}
 	remapped := time.Since(rstart)
 	w.markEvicted(r, resume)
@@ -386,7 +608,7 @@ func (m *Manager) evictSlab(w *Window, r *region) (SwapEvent, error) {
 	r.ch.slot.Store(slot)
 	m.dropPhysical(old, r.ch)
 	return SwapEvent{Tenant: w.t.name, Window: w.id, Ptr: w.ptr(r.start), Bytes: r.ch.size, Windows: []*Window{w},
-		Quiesce: quiesced, Remap: remapped}, nil
+		Quiesce: quiesced, Remap: remapped}, copied, nil
 }
 
 // mapping is one place a chunk is mapped.
@@ -405,126 +627,73 @@ func (src *Allocation) mappingsLocked() []mapping {
 	return out
 }
 
-// evictShared evicts the chunk of an allocation with a chunk of its own,
-// from its window and every window it is attached in.
-func (m *Manager) evictShared(src *Allocation) (SwapEvent, error) {
-	sh := src.sh
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if src.state != stateLive || src.region == nil || src.region.ch.slot.Load() != nil {
-		return SwapEvent{}, errGone
-	}
-	ch := src.region.ch
-	maps := src.mappingsLocked()
-	resumes := make([]func(), len(maps))
-	releaseAll := func() {
-		for i, r := range resumes {
-			if r != nil {
-				r()
-				resumes[i] = nil
-			}
-		}
-	}
-	var quiesced time.Duration
-	for i, mp := range maps {
-		mp.w.mu.Lock()
-		var err error
-		if mp.w.closing || mp.w.broken != nil || mp.r.evicted {
-			err = errGone
-		} else {
-			qstart := time.Now()
-			resumes[i], err = mp.w.quiesce()
-			quiesced += time.Since(qstart)
-		}
-		mp.w.mu.Unlock()
-		if err != nil {
-			releaseAll()
-			return SwapEvent{}, err
-		}
-	}
-	owner := maps[0]
-	slot, err := m.copyOut(owner.w.ptr(owner.r.start), ch.size)
-	if err != nil {
-		releaseAll()
-		return SwapEvent{}, err
-	}
-	rstart := time.Now()
-	for i, mp := range maps {
-		mp.w.mu.Lock()
-		err := mp.w.sinkBack(mp.r.start, mp.r.n, ch)
-		if err == nil {
-			mp.w.markEvicted(mp.r, resumes[i])
-			resumes[i] = nil
-		}
-		mp.w.mu.Unlock()
-		if err == nil {
-			continue
-		}
-		// Put the chunk back where it was already taken away.
-		errs := []error{err}
-		for _, done := range maps[:i] {
-			done.w.mu.Lock()
-			if berr := done.w.backRegion(done.r.start, done.r.n, ch); berr != nil {
-				errs = append(errs, berr)
-			} else if rel := done.w.markResident(done.r); rel != nil {
-				rel()
-			}
-			done.w.mu.Unlock()
-		}
-		releaseAll()
-		m.swap.release(slot)
-		return SwapEvent{}, errors.Join(errs...)
-	}
-	remapped := time.Since(rstart)
-	old := ch.c
-	ch.c = nil
-	ch.slot.Store(slot)
-	m.dropPhysical(old, ch)
-	ev := SwapEvent{Tenant: owner.w.t.name, Window: owner.w.id, Ptr: owner.w.ptr(owner.r.start), Bytes: ch.size,
-		Quiesce: quiesced, Remap: remapped}
-	for _, mp := range maps {
-		ev.Windows = append(ev.Windows, mp.w)
-	}
-	return ev, nil
+// outCopy is a copy of a chunk to host memory enqueued on the eviction
+// stream: its slot, the events around it (none where the backend has no
+// events) and the pinning it needed first.
+type outCopy struct {
+	slot   *swapSlot
+	timing [2]backend.Event
+	enq    time.Time // when it was enqueued, to time it on the host without events
+	pin    time.Duration
+	pinned uint64
 }
 
-// copyOut copies size bytes at ptr to a new swap slot and waits for it: the
-// whole chunk is enqueued on the eviction stream, run after run of the
-// slot's blocks, and waited for once. It records the copy's device time in m.lastCopy and the
-// pinning it needed in m.lastPin and m.lastPinned. Caller holds m.evictMu.
-func (m *Manager) copyOut(ptr backend.DevicePtr, size uint64) (*swapSlot, error) {
-	m.lastCopy, m.lastPin, m.lastPinned = 0, 0, 0
+// copyReport is what an eviction's copy took: its device time, and the
+// pinning of host memory it needed first.
+type copyReport struct {
+	dur    time.Duration
+	pin    time.Duration
+	pinned uint64
+}
+
+// copyOut copies size bytes at ptr to a new swap slot and waits for it.
+// Caller holds m.evictMu.
+func (m *Manager) copyOut(ptr backend.DevicePtr, size uint64) (*swapSlot, copyReport, error) {
+	oc, err := m.startCopyOut(ptr, size)
+	if err != nil {
+		return nil, copyReport{}, err
+	}
+	d, err := m.waitCopyOut(&oc)
+	if err != nil {
+		return nil, copyReport{}, err
+	}
+	return oc.slot, copyReport{dur: d, pin: oc.pin, pinned: oc.pinned}, nil
+}
+
+// startCopyOut enqueues the copy of size bytes at ptr to a new swap slot on
+// the eviction stream, run after run of the slot's blocks, between two
+// events. Caller holds m.evictMu.
+func (m *Manager) startCopyOut(ptr backend.DevicePtr, size uint64) (outCopy, error) {
+	var oc outCopy
 	m.swap.evicting() // pin ahead for this one (if it must) and the next ones
 	if !m.swap.ready(size) {
 		// Swap-in copies in flight hold buffers that come back in far less
 		// time than pinning new ones would take (a copy runs ~25 times faster
 		// than cuMemHostAlloc pins): wait for the oldest and reuse theirs.
 		if err := m.reclaimSwapIns(size); err != nil {
-			return nil, err
+			return oc, err
 		}
 	}
 	slot, pinned, pinTime, err := m.swap.alloc(size)
 	if err != nil && len(m.pendingIns) > 0 {
 		// Slots of swap-ins in flight are about to come back.
 		if ferr := m.finishSwapIns(); ferr != nil {
-			return nil, ferr
+			return oc, ferr
 		}
 		slot, pinned, pinTime, err = m.swap.alloc(size)
 	}
 	if err != nil {
-		return nil, err
+		return oc, err
 	}
-	m.lastPin, m.lastPinned = pinTime, pinned
+	oc = outCopy{slot: slot, pin: pinTime, pinned: pinned}
 	out, _, err := m.swapStreams()
-	var timing [2]backend.Event
 	if err == nil {
-		timing = m.evictTiming()
-		if timing[0] != nil && out.Record(timing[0]) != nil {
-			timing = [2]backend.Event{}
+		oc.timing = m.eventPair()
+		if oc.timing[0] != nil && out.Record(oc.timing[0]) != nil {
+			m.putEvents(oc.timing)
+			oc.timing = [2]backend.Event{}
 		}
-	}
-	start := time.Now()
-	if err == nil {
+		oc.enq = time.Now()
 		var off uint64
 		for _, b := range slot.buffers() {
 			if err = out.CopyDtoH(b, ptr+backend.DevicePtr(off)); err != nil {
@@ -533,23 +702,82 @@ func (m *Manager) copyOut(ptr backend.DevicePtr, size uint64) (*swapSlot, error)
 			off += uint64(len(b))
 		}
 	}
-	if err == nil && timing[1] != nil && out.Record(timing[1]) != nil {
-		timing = [2]backend.Event{}
-	}
-	if err == nil {
-		err = out.Synchronize()
+	if err == nil && oc.timing[1] != nil && out.Record(oc.timing[1]) != nil {
+		// The copy cannot be told apart: wait for the whole stream.
+		m.putEvents(oc.timing)
+		oc.timing = [2]backend.Event{}
 	}
 	if err != nil {
+		if out != nil {
+			out.Synchronize() // copies enqueued may still write the slot
+		}
+		m.putEvents(oc.timing)
 		m.swap.release(slot)
-		return nil, fmt.Errorf("copy %d bytes at %#x to host: %w", size, uint64(ptr), err)
+		return outCopy{}, fmt.Errorf("copy %d bytes at %#x to host: %w", size, uint64(ptr), err)
 	}
-	m.lastCopy = time.Since(start)
-	if timing[0] != nil {
-		if d, err := timing[1].Elapsed(timing[0]); err == nil {
-			m.lastCopy = d
+	return oc, nil
+}
+
+// waitCopyOut waits for a copy startCopyOut enqueued and returns its device
+// time (host time where the backend has no events). On failure the slot is
+// released. Caller holds m.evictMu.
+func (m *Manager) waitCopyOut(oc *outCopy) (time.Duration, error) {
+	var err error
+	if oc.timing[1] != nil {
+		err = oc.timing[1].Synchronize()
+	} else {
+		err = m.outStream.Synchronize()
+	}
+	d := time.Since(oc.enq)
+	if err == nil && oc.timing[0] != nil {
+		if dd, derr := oc.timing[1].Elapsed(oc.timing[0]); derr == nil {
+			d = dd
 		}
 	}
-	return slot, nil
+	m.putEvents(oc.timing)
+	oc.timing = [2]backend.Event{}
+	if err != nil {
+		// A failed copy is a failed context; its stream has nothing left to
+		// write into the slot.
+		m.outStream.Synchronize()
+		m.swap.release(oc.slot)
+		return 0, fmt.Errorf("copy %d bytes to host: %w", oc.slot.size, err)
+	}
+	return d, nil
+}
+
+// eventPair returns two events from the manager's free list (created when
+// it is empty), or none if the backend has no events. Caller holds m.evictMu.
+func (m *Manager) eventPair() [2]backend.Event {
+	var evs [2]backend.Event
+	if m.noEvents {
+		return evs
+	}
+	for i := range evs {
+		if n := len(m.events); n > 0 {
+			evs[i] = m.events[n-1]
+			m.events = m.events[:n-1]
+			continue
+		}
+		ev, err := m.dev.NewEvent(0)
+		if err != nil {
+			m.noEvents = true // the host times copies instead
+			m.putEvents(evs)
+			return [2]backend.Event{}
+		}
+		evs[i] = ev
+	}
+	return evs
+}
+
+// putEvents gives events back to the free list; their recorded work must be
+// complete or abandoned. Caller holds m.evictMu.
+func (m *Manager) putEvents(evs [2]backend.Event) {
+	for _, ev := range evs {
+		if ev != nil {
+			m.events = append(m.events, ev)
+		}
+	}
 }
 
 // pendingIn is a swap-in whose copy may be in flight: its slot, freed once
@@ -593,29 +821,6 @@ func (m *Manager) reclaimSwapIns(size uint64) error {
 		p.slot = nil
 	}
 	return nil
-}
-
-// evictTiming returns the two events that time eviction copies, created on
-// first use, or none if the backend has no timing events. Caller holds
-// m.evictMu.
-func (m *Manager) evictTiming() [2]backend.Event {
-	if m.outTiming[1] == nil && !m.noOutTiming {
-		for i := range m.outTiming {
-			ev, err := m.dev.NewEvent(0)
-			if err != nil {
-				break
-			}
-			m.outTiming[i] = ev
-		}
-		if m.outTiming[1] == nil {
-			m.noOutTiming = true // the host times the copies instead
-			if m.outTiming[0] != nil {
-				m.outTiming[0].Destroy()
-				m.outTiming[0] = nil
-			}
-		}
-	}
-	return m.outTiming
 }
 
 // dropPhysical gives the backend chunk an evicted chunk had back to the pool
@@ -701,7 +906,7 @@ func (m *Manager) swapInRegion(w *Window, r *region, pr *pressure) error {
 				errs = append(errs, serr)
 			}
 		}
-		destroyEvents(timing)
+		m.putEvents(timing)
 		m.putChunk(nc)
 		return errors.Join(errs...)
 	}
@@ -763,36 +968,24 @@ func (m *Manager) copyIn(slot *swapSlot, ptr backend.DevicePtr) ([2]backend.Even
 	// Events around the copy time it on the device (the copies of one pass
 	// are waited for together, so the host cannot time them), and the second
 	// says when its slot may be reused.
-	for i := range timing {
-		if ev, err := m.dev.NewEvent(0); err == nil {
-			timing[i] = ev
-		}
-	}
-	if timing[0] == nil || timing[1] == nil || in.Record(timing[0]) != nil {
-		destroyEvents(timing)
+	timing = m.eventPair()
+	if timing[0] != nil && in.Record(timing[0]) != nil {
+		m.putEvents(timing)
 		timing = [2]backend.Event{}
 	}
 	var off uint64
 	for _, b := range slot.buffers() {
 		if err := in.CopyHtoD(ptr+backend.DevicePtr(off), b); err != nil {
-			destroyEvents(timing)
+			m.putEvents(timing)
 			return [2]backend.Event{}, fmt.Errorf("copy %d bytes back to %#x: %w", slot.size, uint64(ptr), err)
 		}
 		off += uint64(len(b))
 	}
 	if timing[1] != nil && in.Record(timing[1]) != nil {
-		destroyEvents(timing)
+		m.putEvents(timing)
 		timing = [2]backend.Event{}
 	}
 	return timing, nil
-}
-
-func destroyEvents(evs [2]backend.Event) {
-	for _, ev := range evs {
-		if ev != nil {
-			ev.Destroy()
-		}
-	}
 }
 
 // finishSwapIns waits for the swap-in copies enqueued so far, frees their
@@ -817,7 +1010,7 @@ func (m *Manager) finishSwapIns() error {
 					m.passCopyIn += d
 				}
 			}
-			destroyEvents(t)
+			m.putEvents(t)
 		}
 		if p.slot != nil {
 			m.swap.release(p.slot)
@@ -883,6 +1076,11 @@ func (m *Manager) makeResidentOnce(w *Window) (err error) {
 	m.passEvicted, m.passCopyIn = 0, 0
 	in0 := m.swappedInBytes.Load()
 	defer func() {
+		// Evictions begun ahead for chunks the pass did not get to end
+		// first: their chunks go to the pool.
+		if derr := m.drainEvictions(); derr != nil {
+			m.evictFailures.Add(1)
+		}
 		if ferr := m.finishSwapIns(); err == nil {
 			err = ferr
 		}
@@ -899,16 +1097,22 @@ func (m *Manager) makeResidentOnce(w *Window) (err error) {
 			return fmt.Errorf("make window %d resident: %w", w.id, ErrWindowClosed)
 		}
 		var next *region
+		var left uint64 // bytes to bring back after next
 		for _, r := range w.regions {
-			if r.evicted {
+			if !r.evicted {
+				continue
+			}
+			if next == nil {
 				next = r
-				break
+			} else {
+				left += r.ch.size
 			}
 		}
 		w.mu.RUnlock()
 		if next == nil {
 			return nil
 		}
+		pr.ahead = left
 		if err := m.swapInRegion(w, next, pr); err != nil && !errors.Is(err, errGone) {
 			return fmt.Errorf("make window %d resident: %w", w.id, err)
 		}
@@ -934,7 +1138,7 @@ func (m *Manager) bringBackOnce(src *Allocation, w *Window) error {
 	if errors.Is(err, errGone) {
 		err = nil
 	}
-	return errors.Join(err, m.finishSwapIns())
+	return errors.Join(err, m.drainEvictions(), m.finishSwapIns())
 }
 
 // markEvicted records that region r's chunk was evicted. The window keeps

@@ -115,13 +115,12 @@ type Manager struct {
 	pendingIns    []pendingIn    // swap-ins whose copies may be in flight
 	pendingResume []func()       // windows made resident, to resume after those copies
 	pendingEvents []SwapEvent
-	lastCopy      time.Duration    // of the last copyOut: device time of its copy
-	lastPin       time.Duration    // of the last copyOut: pinning host memory for it
-	lastPinned    uint64           // bytes it pinned
-	outTiming     [2]backend.Event // time eviction copies on the device
-	noOutTiming   bool             // the backend has no timing events
-	passEvicted   uint64           // bytes evicted in the MakeResident pass under way
-	passCopyIn    time.Duration    // device time of its copies back
+	outgoing      []*outgoing     // evictions under way, oldest first
+	outgoingPeak  int             // most evictions under way at once (for tests)
+	events        []backend.Event // free events, to time and track copies
+	noEvents      bool            // the backend has no events: the host times copies
+	passEvicted   uint64          // bytes evicted in the MakeResident pass under way
+	passCopyIn    time.Duration   // device time of its copies back
 
 	evictions, swapIns              atomic.Uint64
 	evictedBytes, swappedInBytes    atomic.Uint64
@@ -129,6 +128,7 @@ type Manager struct {
 	evictPinNs, evictPinned         atomic.Uint64
 	swapInCopyNs                    atomic.Uint64
 	chooserFallbacks, releaseErrors atomic.Uint64
+	evictFailures                   atomic.Uint64 // evictions begun ahead that failed (and were undone)
 
 	clock atomic.Uint64 // logical time for last-use stamps
 	// sink is the shared sink chunk of sinkGran granules; sinkUnit one of a
@@ -172,6 +172,9 @@ type chunk struct {
 	slot atomic.Pointer[swapSlot]
 	// protectUntil (unix ns) keeps a chunk just made resident from eviction.
 	protectUntil atomic.Int64
+	// evicting: an eviction of the chunk is under way (between
+	// beginEviction and finishEviction); set with m.evictMu held.
+	evicting atomic.Bool
 }
 
 // NewManager returns a manager for dev and creates the sink chunk. It does not
@@ -711,19 +714,17 @@ func (m *Manager) Close() error {
 	}
 	m.scrubMu.Unlock()
 	m.evictMu.Lock()
-	errs = append(errs, m.finishSwapIns())
+	errs = append(errs, m.drainEvictions(), m.finishSwapIns())
 	for _, st := range []*backend.Stream{&m.outStream, &m.inStream} {
 		if *st != nil {
 			errs = append(errs, (*st).Destroy())
 			*st = nil
 		}
 	}
-	for i, ev := range m.outTiming {
-		if ev != nil {
-			errs = append(errs, ev.Destroy())
-			m.outTiming[i] = nil
-		}
+	for _, ev := range m.events {
+		errs = append(errs, ev.Destroy())
 	}
+	m.events = nil
 	m.evictMu.Unlock()
 	if m.swap != nil {
 		m.swap.close()

@@ -430,3 +430,83 @@ func BenchmarkSwapSim(b *testing.B) {
 	b.ReportMetric(gbs(in), "swapin-GB/s")
 	b.ReportMetric(gbs(wall), "pass-host-GB/s")
 }
+
+// A MakeResident pass that needs several chunks back evicts ahead: the copy
+// of the next victim to host memory is under way while the pass remaps and
+// copies back the chunk before it, so evictions overlap. Data survives
+// every round both ways.
+func TestSwapEvictsAhead(t *testing.T) {
+	dev := openSim(t, 256<<20)
+	gran := dev.Granularity()
+	const chunks = 4
+	size := 4 * gran
+	m, err := mem.NewManager(dev, mem.Options{DeviceMemoryLimit: chunks*size + 4*gran, SwapLimit: 4 * chunks * size,
+		SwapReserve: 2 * chunks * size, SwapAhead: -1, MinResidency: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s, err := dev.NewStream(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy()
+	type tenant struct {
+		w    *mem.Window
+		bufs []*mem.Allocation
+		data [][]byte
+	}
+	var ts [2]*tenant
+	for k := range ts {
+		w, err := m.OpenWindow(m.Tenant(fmt.Sprint("t", k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tn := &tenant{w: w}
+		for i := 0; i < chunks; i++ {
+			a, err := w.Alloc(size, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := bytes.Repeat([]byte{byte(16*k + i + 1)}, int(size))
+			if err := w.MakeResident(context.Background()); err != nil { // allocating may have evicted this window's own
+				t.Fatal(err)
+			}
+			if err := s.CopyHtoD(a.Ptr(), d); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+			tn.bufs, tn.data = append(tn.bufs, a), append(tn.data, d)
+		}
+		ts[k] = tn
+	}
+	for round := 0; round < 4; round++ {
+		tn := ts[round%2]
+		if err := tn.w.MakeResident(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if ts[1-round%2].w.Resident() {
+			t.Fatalf("round %d: both windows resident on a device that holds one", round)
+		}
+		for i, a := range tn.bufs {
+			got := make([]byte, size)
+			if err := s.CopyDtoH(got, a.Ptr()); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, tn.data[i]) {
+				t.Fatalf("round %d: buffer %d differs after swapping", round, i)
+			}
+		}
+	}
+	if got := m.EvictionsOverlapped(); got < 2 {
+		t.Errorf("at most %d evictions were under way at once; want the next victim's copy begun ahead", got)
+	}
+	if st := m.Stats().Device; st.EvictPinned != 0 {
+		t.Errorf("evictions pinned %d bytes with a reserve that holds everything", st.EvictPinned)
+	}
+}
