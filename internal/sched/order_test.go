@@ -132,6 +132,8 @@ func TestBackpressure(t *testing.T) {
 	if err := q.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Wait returns once the work completed; the Done callbacks follow.
+	waitFor(t, "21 Done callbacks", func() bool { return done.Load() >= 21 })
 	if n := done.Load(); n != 21 {
 		t.Errorf("%d commands completed, want 21", n)
 	}
@@ -264,6 +266,15 @@ func TestSwitchingPoliciesLosesAndReordersNothing(t *testing.T) {
 		t.Errorf("%v\n%s", err, s.Dump())
 	}
 	for i, r := range recs {
+		// Queue.Wait returns once the commands completed; their Done
+		// callbacks run just after, on the completion goroutines.
+		waitFor(t, fmt.Sprintf("stream %d's Done callbacks", i), func() bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return len(r.done) >= perStream
+		})
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		want := make([]int, perStream)
 		for k := range want {
 			want[k] = k
