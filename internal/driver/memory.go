@@ -89,12 +89,15 @@ func memoryOptions(dev backend.Device, opts Options, h *memHooks) (mem.Options, 
 // memory pinned only when an eviction needs it makes swapping run at the
 // pinning rate; pinned from the start, in the background, evictions copy at
 // once. The device limit's worth holds everything evicted while tenants
-// together use twice the limit; within a quarter of the host's memory.
+// together use twice the limit; a quarter more holds the copies in flight
+// (swap-ins whose buffers are not reused yet, evictions begun ahead); within
+// a quarter of the host's memory.
 func defaultSwapReserve(limit, hostRAM uint64) uint64 {
+	r := limit + limit/4
 	if hostRAM > 0 {
-		return min(limit, hostRAM/4)
+		r = min(r, hostRAM/4)
 	}
-	return limit
+	return r
 }
 
 // hostMemory is the host's physical memory in bytes, or 0 if unknown.

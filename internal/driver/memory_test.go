@@ -503,3 +503,22 @@ const globalsPTX = `.version 8.0
 	ret;
 }
 `
+
+func TestDefaultSwapReserve(t *testing.T) {
+	const gib = 1 << 30
+	for _, tc := range []struct {
+		name           string
+		limit, hostRAM uint64
+		want           uint64
+	}{
+		{"16GiB limit, 128GiB host", 16 * gib, 128 * gib, 20 * gib},
+		{"within a quarter of the host", 80 * gib, 128 * gib, 32 * gib},
+		{"host memory unknown", 16 * gib, 0, 20 * gib},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if have := defaultSwapReserve(tc.limit, tc.hostRAM); have != tc.want {
+				t.Errorf("have %d, want %d", have, tc.want)
+			}
+		})
+	}
+}

@@ -144,10 +144,13 @@ func (s *swapStore) ready(size uint64) bool {
 // alloc returns a slot for size bytes: free blocks first, then pieces being
 // pinned ahead (it waits for them: they arrive sooner than pieces it would
 // start pinning itself), then new pieces for the rest, pinned several at a
-// time. It reports the bytes it had to pin and how long that took.
+// time. It reports the bytes it had to pin (or lacked when it began waiting
+// for pieces pinned ahead) and how long pinning and waiting took.
 func (s *swapStore) alloc(size uint64) (slot *swapSlot, pinned uint64, pinTime time.Duration, err error) {
 	need := s.blocks(size) * s.unit
 	slot = &swapSlot{size: size, unit: s.unit}
+	var waitStart time.Time // when it began waiting for pieces pinned ahead
+	var waitedFor uint64    // the bytes it lacked then
 	s.mu.Lock()
 	for {
 		if s.closed {
@@ -162,6 +165,9 @@ func (s *swapStore) alloc(size uint64) (slot *swapSlot, pinned uint64, pinTime t
 			// count against the limit meanwhile): wait for them rather
 			// than pin beside them.
 			s.limitWaits++
+			if waitStart.IsZero() {
+				waitStart, waitedFor = time.Now(), lack
+			}
 			s.cond.Wait()
 			continue
 		}
@@ -177,26 +183,33 @@ func (s *swapStore) alloc(size uint64) (slot *swapSlot, pinned uint64, pinTime t
 	s.takeLocked(slot, need-pinned)
 	s.used += size
 	s.mu.Unlock()
-
-	if pinned > 0 {
-		start := time.Now()
-		fresh, failed, errs := s.pinPieces(pinned)
-		pinTime = time.Since(start)
-		s.mu.Lock()
-		s.held -= failed
-		for _, p := range fresh {
-			s.addLocked(p)
-		}
-		if len(errs) > 0 {
-			s.used -= size
-			s.releaseLocked(slot)
-			s.mu.Unlock()
-			return nil, 0, 0, errors.Join(errs...)
-		}
-		s.takeLocked(slot, pinned)
-		s.mu.Unlock()
+	// Waiting for pieces pinned ahead is pinning too: it counts as pinning
+	// what was lacking then.
+	var waited time.Duration
+	if !waitStart.IsZero() {
+		waited = time.Since(waitStart)
 	}
-	return slot, pinned, pinTime, nil
+	if pinned == 0 {
+		return slot, waitedFor, waited, nil
+	}
+
+	start := time.Now()
+	fresh, failed, errs := s.pinPieces(pinned)
+	pinTime = time.Since(start)
+	s.mu.Lock()
+	s.held -= failed
+	for _, p := range fresh {
+		s.addLocked(p)
+	}
+	if len(errs) > 0 {
+		s.used -= size
+		s.releaseLocked(slot)
+		s.mu.Unlock()
+		return nil, 0, 0, errors.Join(errs...)
+	}
+	s.takeLocked(slot, pinned)
+	s.mu.Unlock()
+	return slot, max(pinned, waitedFor), pinTime + waited, nil
 }
 
 // takeLocked appends runs of free blocks holding n bytes to slot, first fit
