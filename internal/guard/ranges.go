@@ -58,6 +58,12 @@ const (
 	atomNtidX = iota
 	atomNtidY
 	atomNtidZ
+	// %ntid >> 1, per dimension: a loop halving from the block size
+	// (for (s = ntid/2; s > 0; s >>= 1) if (tid < s) buf[tid + s]) stays
+	// inside ntid words only if its start is known to be exactly that.
+	atomHalfX
+	atomHalfY
+	atomHalfZ
 	fixedAtoms
 )
 
@@ -152,6 +158,8 @@ type rangeAnalysis struct {
 	linPairs [][2]string
 	linStep  map[[2]string]ptx.Operand // a pair's pointer increment
 	linOf    map[string][]int          // register → its pairs, by index
+	defsAt   map[string][]int          // register → the instructions defining it
+	reachB   map[int][]bool            // block → the blocks reachable from it by one or more edges
 }
 
 // ---- forms ------------------------------------------------------------------
@@ -247,9 +255,12 @@ func (ra *rangeAnalysis) extremes(f *form, withSyms bool) (lo, hi int64, ok bool
 			continue
 		}
 		var amin, amax int64
-		if i < fixedAtoms {
+		switch {
+		case i < atomHalfX:
 			amin, amax = ra.ntidMin[i], ra.ntidMax[i]
-		} else {
+		case i < fixedAtoms:
+			amin, amax = ra.ntidMin[i-atomHalfX]/2, ra.ntidMax[i-atomHalfX]/2
+		default:
 			if !withSyms {
 				return 0, 0, false
 			}
@@ -276,13 +287,23 @@ func (ra *rangeAnalysis) intRange(v aval) (lo, hi int64, ok bool) {
 	return lo, hi, ok1 && ok2
 }
 
-// le reports whether f <= g for every value of the atoms (all >= 0).
+// le reports whether f <= g for every value of the atoms (all >= 0, and
+// each half atom at most half its dimension: g - f = … + a·ntid + b·half
+// is >= 0 when a >= 0 and 2a + b >= 0).
 func (f *form) le(g *form) bool {
 	if f.c > g.c {
 		return false
 	}
 	for i := 0; i < max(len(f.k), len(g.k)); i++ {
-		if f.coef(i) > g.coef(i) {
+		d := g.coef(i) - f.coef(i)
+		switch {
+		case i < atomHalfX:
+			if d < 0 || 2*d+g.coef(i+atomHalfX)-f.coef(i+atomHalfX) < 0 {
+				return false
+			}
+		case i < fixedAtoms:
+			// With its dimension, above.
+		case d < 0:
 			return false
 		}
 	}
@@ -292,6 +313,12 @@ func (f *form) le(g *form) bool {
 func (ra *rangeAnalysis) cwMin(a, b *form) *form {
 	if a == nil || b == nil {
 		return nil
+	}
+	if a.le(b) {
+		return a
+	}
+	if b.le(a) {
+		return b
 	}
 	out := &form{c: min(a.c, b.c)}
 	if a.k != nil || b.k != nil {
@@ -306,6 +333,12 @@ func (ra *rangeAnalysis) cwMin(a, b *form) *form {
 func (ra *rangeAnalysis) cwMax(a, b *form) *form {
 	if a == nil || b == nil {
 		return nil
+	}
+	if a.le(b) {
+		return b
+	}
+	if b.le(a) {
+		return a
 	}
 	out := &form{c: max(a.c, b.c)}
 	if a.k != nil || b.k != nil {
@@ -614,6 +647,9 @@ func (ra *rangeAnalysis) eval(in *ptx.Instruction, st *rstate) aval {
 		}
 		d := int64(1) << c
 		out := aval{lo: ra.divForm(a.lo, d, false), hi: ra.divForm(a.hi, d, true), mod: 1}
+		if c == 1 && !signed {
+			out.lo, out.hi = ra.halveForm(a.lo, false), ra.halveForm(a.hi, true)
+		}
 		if a.mod > d && modp(a.rem, d) == 0 {
 			out.mod, out.rem = a.mod/d, modp(a.rem/d, a.mod/d)
 		}
@@ -641,6 +677,37 @@ func (ra *rangeAnalysis) eval(in *ptx.Instruction, st *rstate) aval {
 		}
 	}
 	return top
+}
+
+// halveForm bounds floor(v / 2) for v bounded by f, like divForm, but with a
+// block dimension's coefficient k >= 0 moved onto its half atom: k·ntid/2
+// lies in [k·half, k·half + k/2] (half = floor(ntid/2)), so an upper bound
+// gains the constant k/2 and a lower one nothing.
+func (ra *rangeAnalysis) halveForm(f *form, up bool) *form {
+	if f == nil {
+		return nil
+	}
+	out := &form{k: make([]int64, ra.natoms)}
+	num := f.c // the constant, before halving
+	for i := range out.k {
+		k := f.coef(i)
+		switch {
+		case i < atomHalfX && k >= 0:
+			out.k[i+atomHalfX] += k
+			if up {
+				num += k
+			}
+		case up:
+			out.k[i] += (k + 1) >> 1 // ceil(k/2), also for negative k
+		default:
+			out.k[i] += k >> 1 // floor(k/2)
+		}
+	}
+	out.c = floorDiv(num, 2)
+	if !out.sane() {
+		return nil
+	}
+	return out
 }
 
 // divForm bounds floor(v / d) for v bounded by f: a lower bound rounds each
@@ -1139,9 +1206,11 @@ func analyzeRanges(r *fnRewriter) *rangeResult {
 	ra.nodes, ra.fl = nodes, fl
 	ra.single = map[string]int{}
 	ndefs := map[string]int{}
+	ra.defsAt = map[string][]int{}
 	for i, n := range nodes {
 		for _, d := range defsOf(n.in) {
 			ndefs[d]++
+			ra.defsAt[d] = append(ra.defsAt[d], i)
 			if n.in.Guard == nil && definesOnly(n.in, d) {
 				ra.single[d] = i
 			}
@@ -1456,7 +1525,11 @@ func (ra *rangeAnalysis) sameState(a, b *rstate) bool {
 // without o being redefined too (else a path from the entry would reach at
 // avoiding o's definition), so their values at at, which st bounds, are
 // the ones o was computed from.
-func (ra *rangeAnalysis) deep(o ptx.Operand, st *rstate, at, depth int) aval {
+//
+// An operand with several definitions qualifies too when none of them can
+// execute between o's definition and orig, the instruction st describes
+// (redefinedBetween): its value there is the one o was computed from.
+func (ra *rangeAnalysis) deep(o ptx.Operand, st *rstate, at, orig, depth int) aval {
 	v := ra.operand(o, st)
 	reg, ok := o.(*ptx.Reg)
 	if !ok || depth == 0 || strings.Contains(reg.Name, ".") {
@@ -1474,10 +1547,10 @@ func (ra *rangeAnalysis) deep(o ptx.Operand, st *rstate, at, depth int) aval {
 		if !ok || strings.Contains(y.Name, ".") {
 			continue
 		}
-		if _, single := ra.single[y.Name]; !single || !ra.fl.dominates(ra.single[y.Name], d) {
+		if _, single := ra.single[y.Name]; (!single || !ra.fl.dominates(ra.single[y.Name], d)) && ra.redefinedBetween(y.Name, d, orig) {
 			return v
 		}
-		tmp.vals[y.Name] = ra.deep(y, st, d, depth-1)
+		tmp.vals[y.Name] = ra.deep(y, st, d, orig, depth-1)
 		regs = append(regs, y.Name)
 	}
 	for _, r := range st.rels {
@@ -1541,7 +1614,7 @@ func (ra *rangeAnalysis) proveAccess(in *ptx.Instruction, at int, st *rstate) (p
 		if ra.r.regType(b.Name).Bits() != 32 {
 			return proof{}, false
 		}
-		v = ra.linBound(b.Name, ra.deep(b, st, at, 8), st)
+		v = ra.linBound(b.Name, ra.deep(b, st, at, at, 8), st)
 	case *ptx.Symbol:
 		v = ra.operand(b, st)
 	default:
@@ -1652,4 +1725,45 @@ func operandKey(o ptx.Operand) string {
 		return "i" + strconv.FormatInt(o.Value, 10)
 	}
 	return "?"
+}
+
+// redefinedBetween reports whether some definition of reg may execute after
+// instruction d and before instruction at: then reg's value at at need not
+// be the one d read. Otherwise it is, whatever reg's other definitions
+// elsewhere (a thread index copied into a register that a later loop
+// advances), so deep may bound d's result from reg's bounds at at.
+func (ra *rangeAnalysis) redefinedBetween(reg string, d, at int) bool {
+	for _, x := range ra.defsAt[reg] {
+		if ra.reaches(d, x) && ra.reaches(x, at) {
+			return true
+		}
+	}
+	return false
+}
+
+// reaches reports whether instruction j may execute after instruction i.
+func (ra *rangeAnalysis) reaches(i, j int) bool {
+	bi, bj := ra.fl.block[i], ra.fl.block[j]
+	if bi == bj && i < j {
+		return true
+	}
+	if ra.reachB == nil {
+		ra.reachB = map[int][]bool{}
+	}
+	r, ok := ra.reachB[bi]
+	if !ok {
+		r = make([]bool, len(ra.fl.start))
+		work := append([]int(nil), ra.fl.succ[bi]...)
+		for len(work) > 0 {
+			b := work[len(work)-1]
+			work = work[:len(work)-1]
+			if r[b] {
+				continue
+			}
+			r[b] = true
+			work = append(work, ra.fl.succ[b]...)
+		}
+		ra.reachB[bi] = r
+	}
+	return r[bj]
 }

@@ -250,14 +250,18 @@ func (r *fnRewriter) entryCheck() []ptx.Stmt {
 	ra := v.res.ra
 	var out []ptx.Stmt
 	atoms := map[int]*ptx.Reg{}
-	atomReg := func(i int) *ptx.Reg {
+	var atomReg func(i int) *ptx.Reg
+	atomReg = func(i int) *ptx.Reg {
 		if a, ok := atoms[i]; ok {
 			return a
 		}
 		a := r.w()
-		if i < fixedAtoms {
+		switch {
+		case i < atomHalfX:
 			out = append(out, ins("mov.u32", a, &ptx.Reg{Name: "%ntid." + string(rune('x'+i))}))
-		} else {
+		case i < fixedAtoms:
+			out = append(out, ins("shr.u32", a, atomReg(i-atomHalfX), imm(1)))
+		default:
 			out = append(out, ins("mov.u32", a, &ptx.Symbol{Name: ra.atomVar[i].Name}))
 		}
 		atoms[i] = a
