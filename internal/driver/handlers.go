@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
+	"github.com/gpuos/gpuos/internal/abi/cuda"
 	"github.com/gpuos/gpuos/internal/audit"
 	"github.com/gpuos/gpuos/internal/backend"
 	"github.com/gpuos/gpuos/internal/cap"
@@ -515,37 +517,150 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch) error {
 	if threads == 0 || m.Grid[0] == 0 || m.Grid[1] == 0 || m.Grid[2] == 0 || (maxThreads > 0 && threads > maxThreads) {
 		return fmt.Errorf("launch %s: %w: grid %v block %v", k.name, ErrBadLaunch, m.Grid, m.Block)
 	}
-	lc := &launchCmd{st: so.st, fn: k.fn, cfg: backend.LaunchConfig{Grid: m.Grid, Block: m.Block, SharedMem: m.SharedMem}}
-	// The request frame is not ours to keep: copy the parameters.
-	lc.params = lc.inline[:0]
-	if len(m.Params) > len(lc.inline) {
-		lc.params = make([]byte, 0, len(m.Params))
-	}
-	lc.params = append(lc.params, m.Params...)
-	if err := s.guardLaunch(k, lc.params); err != nil {
+	if err := s.guardLaunch(k, m.Params); err != nil {
 		return fmt.Errorf("launch %s: %w", k.name, err)
 	}
 	s.launches.Add(1)
 	if ok, sup := s.auditingHot(); ok {
 		s.auditHot(audit.KindLaunch, sup, map[string]any{"kernel": k.name, "grid": m.Grid, "block": m.Block})
 	}
-	lc.Command = sched.Command{Kind: sched.Compute, Stream: so.st, Issue: lc.issue, Done: k.done}
-	k.slicing.prepare(&lc.Command, so.st, lc.cfg, lc.params)
-	return s.submit(ctx, &lc.Command)
+	cfg := backend.LaunchConfig{Grid: m.Grid, Block: m.Block, SharedMem: m.SharedMem}
+	small := s.smallLaunch(cfg)
+	if small {
+		// The request frame is not ours to keep: join copies the parameters.
+		if lc := s.joinable; lc != nil && lc.st == so.st && lc.prog == k.prog && lc.join(k.fn, cfg, m.Params) {
+			s.afterSubmit()
+			return nil
+		}
+	}
+	lc := &launchCmd{st: so.st, prog: k.prog, kdone: k.done}
+	lc.first = launchArgs{fn: k.fn, cfg: cfg, params: append(lc.inline[:0:len(lc.inline)], m.Params...)}
+	lc.Command = sched.Command{Kind: sched.Compute, Stream: so.st, Issue: lc.issue, Done: s.deferDone}
+	k.slicing.prepare(&lc.Command, so.st, cfg, lc.first.params)
+	s.joinable = nil
+	// Launches after it may join it until it is issued.
+	joinable := small && lc.IssueUnits == nil
+	lc.open = joinable
+	lc.Done = lc.finish(s)
+	s.launchDones.Add(1) // teardown waits for the Done (it reads the program's guard state)
+	if err := s.submit(ctx, &lc.Command); err != nil {
+		s.launchDones.Done() // never queued: no Done
+		return err
+	}
+	if joinable {
+		s.joinable = lc
+	}
+	return nil
 }
 
-// launchCmd is a launch as the scheduler sees it, with what its Issue needs,
-// in one allocation: small parameter buffers are kept inline.
+// maxJoined bounds the launches one scheduled command carries.
+const maxJoined = 16
+
+// smallLaunch reports whether a launch may share a scheduled command with
+// the launches around it: its grid fits on the device at once (at most one
+// block per SM), so it is no more than one wave of device time. A burst of
+// such launches is bound by the CPU that issues them, and the scheduler's
+// per-command work then weighs as much as the launch itself: joined, they pay
+// it once. Larger launches keep a command each, so that the scheduler's
+// in-flight bounds and preemption points stay per kernel where kernels are
+// long.
+func (s *Session) smallLaunch(cfg backend.LaunchConfig) bool {
+	blocks := uint64(cfg.Grid[0]) * uint64(cfg.Grid[1]) * uint64(cfg.Grid[2])
+	return blocks <= s.joinBlocks
+}
+
+// smallGrid is the most blocks a launch that may join others has: the
+// device's SMs (at least 1).
+func smallGrid(dev *backend.DeviceInfo) uint64 {
+	sms := uint64(max(dev.SMCount, 0))
+	if sms == 0 {
+		sms = deviceAttr(dev, cuda.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+	}
+	return max(sms, 1)
+}
+
+// launchCmd is one or more launches on one stream as the scheduler sees
+// them: one command. While the scheduler has not issued it, later launches
+// of the same session on the same stream and of the same program join it
+// (the session submitted nothing else in between), so a burst of small
+// launches pays the scheduler's work once per maxJoined launches. Each
+// launch is validated on its own before it joins. Issue launches them all,
+// in order; small parameter buffers are kept inline.
 type launchCmd struct {
 	sched.Command
-	st     backend.Stream
-	fn     backend.Function
-	cfg    backend.LaunchConfig
-	params []byte
+	st    backend.Stream
+	prog  *programObj // launches of one program share kdone
+	kdone func(error) // the kernel's Done (guard.go's guardDone), or nil
+	first launchArgs
+	mu    sync.Mutex
+	open  bool         // launches may still join: not issued or dropped
+	more  []launchArgs // joined launches
+	arena []byte       // their parameters
+	// inline holds the first launch's parameters when they fit.
 	inline [128]byte
 }
 
-func (lc *launchCmd) issue() error { return lc.st.Launch(lc.fn, lc.cfg, lc.params) }
+type launchArgs struct {
+	fn     backend.Function
+	cfg    backend.LaunchConfig
+	params []byte
+}
+
+// join adds a launch to the command if it has not been issued yet, copying
+// its parameters; false means it was, or is full: submit a new one.
+func (lc *launchCmd) join(fn backend.Function, cfg backend.LaunchConfig, params []byte) bool {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if !lc.open || len(lc.more)+1 >= maxJoined {
+		return false
+	}
+	if lc.more == nil {
+		lc.more = make([]launchArgs, 0, maxJoined-1)
+		lc.arena = make([]byte, 0, (maxJoined-1)*len(params))
+	}
+	// A grown arena leaves the earlier launches' parameters where they were.
+	off := len(lc.arena)
+	lc.arena = append(lc.arena, params...)
+	lc.more = append(lc.more, launchArgs{fn: fn, cfg: cfg, params: lc.arena[off:len(lc.arena):len(lc.arena)]})
+	return true
+}
+
+// close ends joining and returns the joined launches.
+func (lc *launchCmd) close() []launchArgs {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	lc.open = false
+	return lc.more
+}
+
+// issue launches the command's launches in order. A failed launch does not
+// stop the ones after it, as separate launches would not be: the first error
+// is the command's.
+func (lc *launchCmd) issue() error {
+	more := lc.close()
+	err := lc.st.Launch(lc.first.fn, lc.first.cfg, lc.first.params)
+	for i := range more {
+		a := &more[i]
+		if lerr := lc.st.Launch(a.fn, a.cfg, a.params); lerr != nil && err == nil {
+			err = lerr
+		}
+	}
+	return err
+}
+
+// finish is the command's Done: joining ends (a dropped command is never
+// issued), then the kernel's Done runs.
+func (lc *launchCmd) finish(s *Session) func(error) {
+	return func(err error) {
+		defer s.launchDones.Done()
+		lc.close()
+		if lc.kdone != nil {
+			lc.kdone(err)
+			return
+		}
+		s.deferError(err)
+	}
+}
 
 // ---- copies -----------------------------------------------------------------
 

@@ -93,6 +93,10 @@ func (s *Session) handleHot(ctx context.Context, req *wire.Request) (v1.Message,
 	if !s.batch {
 		s.queue.Flush()
 	}
+	if _, ok := req.Msg.(*v1.Launch); !ok {
+		// Whatever this request submits comes after the launches before it.
+		s.joinable = nil
+	}
 	var reply v1.Message
 	var fds []int
 	var err error

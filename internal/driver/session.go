@@ -49,9 +49,14 @@ type Session struct {
 	auditLimit                              rateLimit
 
 	deferDone func(error) // deferError, as a Done callback made once
+	// launchDones counts launch commands whose Done has not run: teardown
+	// waits for them before it releases the programs they check.
+	launchDones sync.WaitGroup
 
 	// Owned by the serving goroutine (handlers run on it one at a time).
 	batch       bool             // the request is part of a burst: submit Batched
+	joinable    *launchCmd       // the last command submitted, if launches may still join it
+	joinBlocks  uint64           // the largest grid (in blocks) of a launch that may join others
 	syncStreams []backend.Stream // settle's scratch
 }
 
@@ -78,6 +83,7 @@ func (d *Driver) newSession(p *v1.AttachSession, t *tenantState) (*Session, erro
 		state:   "active",
 	}
 	s.deferDone = s.deferError
+	s.joinBlocks = smallGrid(&d.info)
 	if s.queue, err = d.sched.NewQueue(d.queueParams(s)); err != nil {
 		w.Close()
 		lg.Close()
@@ -150,6 +156,7 @@ func (s *Session) teardown() {
 	// stream is destroyed (the stream cleanup synchronizes it).
 	s.queue.Close()
 	s.queue.Wait(context.Background())
+	s.launchDones.Wait() // their tracking may still be running their Done
 	s.d.unregisterWindow(s)
 	s.table.Close()
 	if s.stream != nil {
