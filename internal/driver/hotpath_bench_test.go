@@ -265,8 +265,7 @@ func BenchmarkServeLaunch(b *testing.B) {
 				n:     b.N,
 				burst: m.burst,
 			}
-			srv := &wire.Server{Endpoint: v1.EndpointDriver, Rights: s.rights, Handle: s.handleHot,
-				Deferred: func(req *wire.Request, err error) { s.deferError(err) }}
+			srv := s.server()
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu := cpuTime()

@@ -215,8 +215,7 @@ func (f *joinFixture) add(flags v1.Flags, m v1.Message) {
 func (f *joinFixture) serve(onSync func()) *script {
 	s := f.s
 	sc := &script{frames: f.frames, onSync: onSync}
-	srv := &wire.Server{Endpoint: v1.EndpointDriver, Rights: s.rights, Handle: s.handleHot,
-		Deferred: func(req *wire.Request, err error) { s.deferError(err) }}
+	srv := s.server()
 	if err := srv.Serve(context.Background(), sc); err != nil {
 		f.t.Fatal(err)
 	}

@@ -123,17 +123,23 @@ func (s *Session) rights() v1.Rights {
 func (s *Session) serve(conn *wire.Conn) {
 	s.conn.Store(conn)
 	s.hot.conn = wire.NewHotConn(conn)
-	srv := &wire.Server{
-		Endpoint: v1.EndpointDriver,
-		Rights:   s.rights,
-		Handle:   s.handleHot,
-		Deferred: func(req *wire.Request, err error) { s.deferError(err) },
-	}
-	err := srv.Serve(s.ctx, s.hot.conn)
+	err := s.server().Serve(s.ctx, s.hot.conn)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		s.d.log.Debug("session ended", "session", s.id, "err", err)
 	}
 	s.teardown()
+}
+
+// server is how the session's requests are served.
+func (s *Session) server() *wire.Server {
+	return &wire.Server{
+		Endpoint: v1.EndpointDriver,
+		Rights:   s.rights,
+		Handle:   s.handleHot,
+		Deferred: func(req *wire.Request, err error) { s.deferError(err) },
+		// launch copies what it keeps of a Launch (its parameters).
+		Reuse: func(t v1.Type) bool { return t == v1.TypeLaunch },
+	}
 }
 
 // kill ends the session from outside (manager, guard violation, driver close).

@@ -511,3 +511,71 @@ func BenchmarkCallRoundTrip(b *testing.B) {
 		}
 	}
 }
+
+// TestServeReuse: requests of a type the handler lets Serve reuse are
+// decoded into one message, every field from its own request (none left from
+// the one before); other types get a message each.
+func TestServeReuse(t *testing.T) {
+	a, b := pair(t)
+	type seen struct {
+		msg    v1.Message
+		launch v1.Launch // a copy, as the request said
+	}
+	var got []seen
+	srv := &wire.Server{Endpoint: v1.EndpointDriver,
+		Handle: func(ctx context.Context, req *wire.Request) (v1.Message, []int, error) {
+			switch m := req.Msg.(type) {
+			case *v1.Hello:
+				return &v1.HelloReply{Major: v1.Major, Minor: v1.Minor}, nil, nil
+			case *v1.Launch:
+				l := *m
+				l.Params = append([]byte(nil), m.Params...)
+				got = append(got, seen{m, l})
+			default:
+				got = append(got, seen{msg: m})
+			}
+			return nil, nil, nil
+		},
+		Reuse: func(t v1.Type) bool { return t == v1.TypeLaunch },
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(context.Background(), b) }()
+	cl := wire.NewClient(a)
+	ctx := context.Background()
+	var hr v1.HelloReply
+	if err := cl.Call(ctx, v1.NewHello(v1.RoleClient, "", "test"), &hr); err != nil {
+		t.Fatal(err)
+	}
+	sent := []v1.Message{
+		&v1.Launch{Kernel: 1, Stream: 2, Grid: [3]uint32{3, 4, 5}, Block: [3]uint32{6, 7, 8}, SharedMem: 9, Params: []byte{1, 2, 3}},
+		&v1.Launch{Kernel: 10, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}},
+		&v1.Synchronize{},
+		&v1.Synchronize{},
+		&v1.Launch{Kernel: 11, Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{32, 1, 1}, Params: []byte{4}},
+	}
+	for _, m := range sent {
+		if err := cl.Call(ctx, m, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(sent) {
+		t.Fatalf("handled %d requests, want %d", len(got), len(sent))
+	}
+	for i, m := range sent {
+		if l, ok := m.(*v1.Launch); ok {
+			if have := got[i].launch; fmt.Sprint(have) != fmt.Sprint(*l) {
+				t.Errorf("request %d decoded as %+v, want %+v", i, have, *l)
+			}
+		}
+	}
+	if got[0].msg != got[1].msg || got[1].msg != got[4].msg {
+		t.Errorf("launches were decoded into different messages: %p %p %p", got[0].msg, got[1].msg, got[4].msg)
+	}
+	if got[2].msg == got[3].msg {
+		t.Errorf("synchronizes (not reused) shared a message")
+	}
+}

@@ -43,6 +43,12 @@ type Server struct {
 	// the session to return from its next synchronizing call; req.Msg is nil if
 	// the request was refused before it was decoded. Nil drops such errors.
 	Deferred func(req *Request, err error)
+	// Reuse, if set, names request types whose decoded message the handler
+	// and Deferred keep nothing of past their call (neither the message nor
+	// what it points into): Serve decodes such a request into the message it decoded the
+	// previous one of the same type into, sparing an allocation per request
+	// in a burst of them (launches). The type's Decode must set every field.
+	Reuse func(v1.Type) bool
 }
 
 // Serve reads requests from c (a Conn, or a HotConn that may move onto
@@ -70,6 +76,7 @@ func (s *Server) Serve(ctx context.Context, c Transport) error {
 	pending, _ := c.(interface{ Pending() bool })
 	greeted := false
 	req := new(Request)
+	dc := &decoding{} // reused from request to request
 	for {
 		f, err := c.ReadFrame()
 		if err != nil {
@@ -92,7 +99,7 @@ func (s *Server) Serve(ctx context.Context, c Transport) error {
 		if pending != nil {
 			req.More = pending.Pending()
 		}
-		reply, fds, err := s.serveOne(ctx, req, f.Payload, greeted)
+		reply, fds, err := s.serveOne(ctx, req, f.Payload, greeted, dc)
 		fatal := !greeted && err != nil
 		if err == nil && req.Header.Type == v1.TypeHello {
 			greeted = true
@@ -107,7 +114,15 @@ func (s *Server) Serve(ctx context.Context, c Transport) error {
 }
 
 // serveOne admits, decodes and handles one request.
-func (s *Server) serveOne(ctx context.Context, req *Request, payload []byte, greeted bool) (v1.Message, []int, error) {
+// decoding is what Serve keeps from one request to the next: a decoder (one
+// made per request would escape to the heap) and the last message of a Reuse
+// type.
+type decoding struct {
+	dec   v1.Decoder
+	spare v1.Message
+}
+
+func (s *Server) serveOne(ctx context.Context, req *Request, payload []byte, greeted bool, dc *decoding) (v1.Message, []int, error) {
 	h := req.Header
 	if !greeted && h.Type != v1.TypeHello {
 		closeFDs(req.FDs)
@@ -122,8 +137,20 @@ func (s *Server) serveOne(ctx context.Context, req *Request, payload []byte, gre
 		closeFDs(req.FDs)
 		return nil, nil, err
 	}
-	m := info.New()
-	if err := v1.Unmarshal(payload, m); err != nil {
+	var m v1.Message
+	switch {
+	case dc.spare != nil && dc.spare.Type() == h.Type:
+		m = dc.spare
+	case s.Reuse != nil && s.Reuse(h.Type):
+		m = info.New()
+		dc.spare = m
+	default:
+		m = info.New()
+	}
+	dc.dec.Reset(payload)
+	err = dc.dec.Decode(m)
+	dc.dec.Reset(nil) // keep no frame
+	if err != nil {
 		closeFDs(req.FDs)
 		return nil, nil, fmt.Errorf("decode %v: %w", h.Type, err)
 	}
