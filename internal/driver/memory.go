@@ -89,11 +89,12 @@ func memoryOptions(dev backend.Device, opts Options, h *memHooks) (mem.Options, 
 // memory pinned only when an eviction needs it makes swapping run at the
 // pinning rate; pinned from the start, in the background, evictions copy at
 // once. The device limit's worth holds everything evicted while tenants
-// together use twice the limit; a quarter more holds the copies in flight
-// (swap-ins whose buffers are not reused yet, evictions begun ahead); within
-// a quarter of the host's memory.
+// together use twice the limit (a little more: the sink and slabs take
+// device memory too); half as much again holds the copies in flight
+// (swap-ins whose buffers are not reused yet, evictions begun ahead) and
+// uneven use; within a quarter of the host's memory.
 func defaultSwapReserve(limit, hostRAM uint64) uint64 {
-	r := limit + limit/4
+	r := limit + limit/2
 	if hostRAM > 0 {
 		r = min(r, hostRAM/4)
 	}

@@ -511,9 +511,9 @@ func TestDefaultSwapReserve(t *testing.T) {
 		limit, hostRAM uint64
 		want           uint64
 	}{
-		{"16GiB limit, 128GiB host", 16 * gib, 128 * gib, 20 * gib},
+		{"16GiB limit, 128GiB host", 16 * gib, 128 * gib, 24 * gib},
 		{"within a quarter of the host", 80 * gib, 128 * gib, 32 * gib},
-		{"host memory unknown", 16 * gib, 0, 20 * gib},
+		{"host memory unknown", 16 * gib, 0, 24 * gib},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if have := defaultSwapReserve(tc.limit, tc.hostRAM); have != tc.want {
