@@ -59,6 +59,13 @@ stop_daemon() {
 
 DAEMONS=0
 [ "$BACKEND" = cuda ] && nvidia-smi -L
+# A daemon without --swap-reserve (it reserves one and a half times
+# --device-memory of pinned host memory by default) would refuse the flag and
+# not start: drop it, and its value, with a word.
+if [[ " $SERVE_FLAGS " == *" --swap-reserve"* ]] && ! "$BIN/gpuos" serve -h 2>&1 | grep -q -- -swap-reserve; then
+	echo "this gpuos serve has no --swap-reserve (the default reserve applies): dropped from SERVE_FLAGS"
+	SERVE_FLAGS=$(echo " $SERVE_FLAGS " | sed -E 's/ --swap-reserve(=| +)[^ ]+//')
+fi
 # shellcheck disable=SC2086 # SERVE_FLAGS is a list of flags
 start_daemon --device-memory "$DEVMEM" $SERVE_FLAGS
 # With --device-memory the driver pins host memory for swapping from its start
