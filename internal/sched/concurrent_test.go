@@ -149,6 +149,9 @@ func serviceLatency(t *testing.T, sms int, load bool, opts sched.Options, hpN, b
 	blockCost := g.cost(t, beN, 1)
 	opts.Device, opts.Policy, opts.HookDeadline = g.dev, "priority", time.Minute
 	opts.OnEject = func(p string, err error) { t.Errorf("policy %s ejected: %v", p, err) }
+	// The scheduler's clock is the device's: the service stays active
+	// between its requests (priorityActive) however slowly the host runs.
+	opts.Clock = g.dev.HostTime
 	s := newSched(t, opts)
 	var dispatches atomic.Int64
 	var atSubmit int64
@@ -366,12 +369,19 @@ func TestPriorityTurnsWithinClass(t *testing.T) {
 	var mu sync.Mutex
 	var order []int // the tenant of each slice, in issue order
 	var queues []*sched.Queue
+	var releases []func()
 	for i, name := range []string{"batch-a", "batch-b"} {
 		if err := s.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: sched.ClassLow, ClassSet: true}); err != nil {
 			t.Fatal(err)
 		}
 		q := newQueue(t, s, sched.QueueParams{Tenant: name, Session: uint64(10 + i)})
 		queues = append(queues, q)
+		// Both tenants' kernels are queued before either is issued.
+		release, err := q.Hold(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		releases = append(releases, release)
 		st := g.stream(t, 0)
 		p := params(beN)
 		est := &sched.Estimate{}
@@ -389,6 +399,9 @@ func TestPriorityTurnsWithinClass(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+	for _, release := range releases {
+		release()
 	}
 	for _, q := range queues {
 		if err := q.Wait(ctx); err != nil {

@@ -29,6 +29,9 @@ func TestPriorityBoundsHighClassDelay(t *testing.T) {
 	blockCost := g.cost(t, beN, 1)
 	hpCost := g.cost(t, hpN, 1)
 	s := newSched(t, sched.Options{Device: g.dev, Policy: "priority", SliceTarget: 2 * blockCost, HookDeadline: time.Minute,
+		// The scheduler's clock is the device's: the service stays active
+		// between its requests however slowly the host runs.
+		Clock:   g.dev.HostTime,
 		OnEject: func(p string, err error) { t.Errorf("policy %s ejected: %v", p, err) }})
 	// The built-in priority policy, noting when the service's commands are
 	// enqueued (under the scheduler's lock, as they are).
