@@ -75,7 +75,10 @@
 // previous command, awaited events and the host floor) plus LaunchOverhead,
 // and runs for the kernel's time alone divided by its waves
 // (ceil(blocks / SMs)). A kernel alone thus takes what it takes one at a
-// time; a kernel that leaves SMs free lets the next one start beside it.
+// time; a kernel that leaves SMs free lets the next one start beside it. The
+// blocks of a wave start together: a GPU's block scheduler reaches them one
+// after another, so there kernels that each fill the device still overlap
+// at their edges, which the sim does not show.
 // HostTime, not VirtualTime, is then "now" for new work: VirtualTime is the
 // end of everything placed, which may be far ahead. HostTime moves whenever
 // any host goroutine observes work that ended later, so the time between two
