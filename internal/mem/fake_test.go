@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpuos/gpuos/internal/backend"
 )
@@ -32,8 +33,9 @@ type fakeDevice struct {
 	// "CreateChunk", "Reserve", "Memset") fail; called with mu held.
 	fail func(op string) error
 	// hostGate, if set, holds every AllocHost until it can receive from it
-	// (set it before the manager runs).
-	hostGate chan struct{}
+	// (set it before the manager runs); hostWaiting counts the calls held.
+	hostGate    chan struct{}
+	hostWaiting atomic.Int32
 }
 
 type fakeCalls struct {
@@ -322,7 +324,9 @@ func (d *fakeDevice) mappingSizes(lo, hi backend.DevicePtr) []uint64 {
 // swap store gives back what it pinned.
 func (d *fakeDevice) AllocHost(n int) (backend.HostMemory, error) {
 	if d.hostGate != nil {
+		d.hostWaiting.Add(1)
 		<-d.hostGate
+		d.hostWaiting.Add(-1)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/backend"
@@ -784,5 +785,37 @@ func TestSwapReusesSwapInBuffers(t *testing.T) {
 	}
 	if !bytes.Equal(h.read(a1.Ptr(), size), d1) || !bytes.Equal(h.read(a2.Ptr(), size), d2) {
 		t.Error("a's data differs after the swap-ins")
+	}
+}
+
+// The store pins its reserve from the start on several goroutines at once
+// (a piece each), and says once when the reserve is pinned.
+func TestSwapStoreReservePinsInParallel(t *testing.T) {
+	dev := newFakeDevice(testGran, testTotal)
+	dev.hostGate = make(chan struct{})
+	const pinners = 3
+	told := make(chan uint64, 2)
+	s := newSwapStore(dev, swapStoreConfig{piece: testGran, limit: 16 * testGran, reserve: 6 * testGran, gran: testGran,
+		pinners: pinners, onReserve: func(n uint64, _ time.Duration) { told <- n }})
+	defer s.close()
+	for dev.hostWaiting.Load() < pinners { // every pinner holds a piece in AllocHost at once
+		runtime.Gosched()
+	}
+	s.mu.Lock()
+	running, inflight := s.pinners, s.inflight
+	s.mu.Unlock()
+	if running != pinners || inflight != pinners*testGran {
+		t.Errorf("%d pinners pinning %d bytes, want %d pinning a piece each", running, inflight, pinners)
+	}
+	close(dev.hostGate)
+	if n := <-told; n != 6*testGran {
+		t.Errorf("told the reserve is pinned with %d bytes, want %d", n, 6*testGran)
+	}
+	s.idle()
+	if u := s.usage(); u.held != 6*testGran || u.free != 6*testGran {
+		t.Errorf("after the reserve: %+v, want %d held and free", u, 6*testGran)
+	}
+	if len(told) != 0 {
+		t.Error("told of the reserve more than once")
 	}
 }
