@@ -205,6 +205,11 @@ func (m *Manager) makeRoom(size uint64, pr *pressure) (c *chunk, err error) {
 			}
 			begun += cands[i].Bytes
 		}
+		if begun > 0 && pr.locked && pr.ahead > 0 {
+			// The next victims' copies queue behind these while the first
+			// is finished and remapped.
+			m.evictAhead(size, pr)
+		}
 		// Nothing begun: every chosen candidate vanished meanwhile; list again.
 	}
 }
