@@ -104,7 +104,7 @@ func TestFormsChecked(t *testing.T) {
 			want: []string{"min.u64", "max.u64", "cvta.param.u64 \t%gdq", "and.b64", "or.pred", "ld.u32"}, checked: 1},
 		{name: "shared loads of one register at several offsets: one hoisted check, loads redirected, not predicated", decls: ".shared .align 4 .b8 s[1024];",
 			body: "ld.global.u32 %r2, [%rd1];\nmov.u32 %r3, s;\nmad.lo.s32 %r4, %r2, 4, %r3;\nld.shared.u32 %r5, [%r4+4];\nld.shared.u32 %r6, [%r4+8];\nadd.s32 %r7, %r5, %r6;\nst.global.u32 [%rd1+4], %r7;",
-			want: []string{"shf.r.wrap.b32", "add.s32 \t%gdr", ", 4;", "selp.b32", "\tld.shared.u32 \t%r5, [%gdr", "]", "\tld.shared.u32 \t%r6, [%gdr", "+4]"}, checked: 2},
+			want: []string{"shf.r.wrap.b32", "add.s32 \t%gdr", ", 4;", "mov.u32 \t%gdr", ", s;", "selp.b32", "\tld.shared.u32 \t%r5, [%gdr", "]", "\tld.shared.u32 \t%r6, [%gdr", "+4]"}, checked: 2},
 		{name: "parameter through a register: inside the kernel's parameters", body: "mov.u64 %rd2, p;\nmul.wide.u32 %rd3, %r1, 4;\nadd.s64 %rd4, %rd2, %rd3;\nld.param.u32 %r2, [%rd4+4];",
 			want: []string{"mov.u64 \t%gdq", ", p;", "min.u64", "max.u64", "sub.u64", "setp.lt.u64", "ld.param.u32"}, checked: 1},
 		{name: "computed in a loop: checked per access", body: "mov.u64 %rd2, %rd1;\nL1:\nst.global.u32 [%rd2], %r1;\nadd.s64 %rd2, %rd2, 4;\nsetp.lt.u64 %p1, %rd2, 100;\n@%p1 bra L1;",

@@ -28,7 +28,8 @@ type fnRewriter struct {
 	local                              *spanRange         // the function's own .local variables
 	cnst, gconst, gparam               *spanRange         // const space, and generic const/param ranges
 	kparam                             *spanRange         // the kernel's parameters in .param space
-	staticSh                           int64              // staticShared, once computed (-1 before)
+	staticSh                           *ptx.Var           // staticShared, once computed
+	staticDone                         bool
 	shLim64                            *ptx.Reg
 	localGeneric                       *ptx.Reg // the generic address of local.lo
 
@@ -71,7 +72,7 @@ type cached struct{ ok, bad *ptx.Reg }
 func (g *guarder) function(f *ptx.Function, id int) error {
 	r := &fnRewriter{g: g, f: f, id: int64(id), regs: map[string]ptx.Type{}, families: map[string]ptx.Type{},
 		masks: map[int]*ptx.Reg{}, shLimK: map[spanK]*ptx.Reg{}, shared: map[string]*ptx.Var{}, params: map[string]*ptx.Var{},
-		branchTgt: map[string]int{}, callTgt: map[string][]string{}, staticSh: -1}
+		branchTgt: map[string]int{}, callTgt: map[string][]string{}}
 	r.index()
 	ptx.Inspect(f.Body, func(n ptx.Node) bool {
 		if in, ok := n.(*ptx.Instruction); ok && !r.recorded {

@@ -169,7 +169,7 @@ func (r *fnRewriter) hoistedUse(in *ptx.Instruction, h *hoisted) []ptx.Stmt {
 		if rb := r.redirectBase(h, seg, in); rb != nil {
 			mc, _ := h.mergedCheck(h.sets[seg])
 			if _, done := h.redirect[seg]; !done {
-				// rb = check ? reg+lo : 0, the loads at [rb + off-lo]: the
+				// rb = check ? reg+lo : &v, the loads at [rb + off-lo]: the
 				// offsets stay >= 0, so nothing wraps (a negative base plus
 				// a positive offset would, past 2^32).
 				h.redirect[seg] = rb
@@ -179,7 +179,9 @@ func (r *fnRewriter) hoistedUse(in *ptx.Instruction, h *hoisted) []ptx.Stmt {
 					out = append(out, ins("add.s32", t, addr, imm(mc.off)))
 					from = t
 				}
-				out = append(out, ins("selp.b32", rb, from, imm(0), set))
+				v := r.w()
+				out = append(out, ins("mov.u32", v, &ptx.Symbol{Name: r.staticShared().Name}))
+				out = append(out, ins("selp.b32", rb, from, v, set))
 			}
 			a := in.Operands[1].(*ptx.Address) // ld d, [reg+off]
 			a.Base, a.Offset = h.redirect[seg], a.Offset-mc.off
@@ -201,13 +203,12 @@ func (r *fnRewriter) hoistedUse(in *ptx.Instruction, h *hoisted) []ptx.Stmt {
 
 // redirectBase returns a fresh register for the base of a shared load in a
 // segment whose hoisted check may redirect it, or nil. Such loads run
-// unpredicated at [selp(check, reg+lo, 0) + off-lo]: when the check fails
-// they read [off - lo], inside [0, span) of the block's shared memory (span, the
-// segment's merged range, fits in a sized .shared variable the kernel
-// uses, so that range is allocated), aligned as the merge requires; the
-// value is the block's own. Predicated loads made ptxas keep every loaded
-// value of an unrolled tile in its own register (the tiled GEMM's checked
-// variant needed 90 registers instead of 32: no 1024-thread launch).
+// unpredicated at [selp(check, reg+lo, &v) + off-lo], v the largest sized
+// .shared variable the kernel names: when the check fails they read
+// [&v + off-lo], inside v (the segment's merged range, span, fits in it;
+// the selp's use of v's address keeps v allocated, even where the kernel's
+// own references to it are dead code) and aligned as the merge requires;
+// the value is the block's own. It saves the zeroing of each load in loops.
 // Stores and atomics stay predicated: they must not happen.
 func (r *fnRewriter) redirectBase(h *hoisted, seg int, in *ptx.Instruction) *ptx.Reg {
 	if rb, ok := h.redirect[seg]; ok {
@@ -221,19 +222,24 @@ func (r *fnRewriter) redirectBase(h *hoisted, seg int, in *ptx.Instruction) *ptx
 		return nil
 	}
 	mc, ok := h.mergedCheck(h.sets[seg])
-	if !ok || mc.off > 1<<30 || mc.off < -(1<<30) || int64(mc.width) > r.staticShared() {
+	v := r.staticShared()
+	if !ok || v == nil || mc.off > 1<<30 || mc.off < -(1<<30) {
+		return nil
+	}
+	if size, align, err := varShape(v); err != nil || uint64(mc.width) > size || align < uint64(mc.align) {
 		return nil
 	}
 	return r.w()
 }
 
-// staticShared is the size of the largest sized .shared variable the
-// function names: the block's shared memory holds at least that much.
-func (r *fnRewriter) staticShared() int64 {
-	if r.staticSh >= 0 {
+// staticShared is the largest sized .shared variable the function names
+// (the first of equal ones), or nil.
+func (r *fnRewriter) staticShared() *ptx.Var {
+	if r.staticDone {
 		return r.staticSh
 	}
-	r.staticSh = 0
+	r.staticDone = true
+	var best uint64
 	ptx.Inspect(r.f.Body, func(n ptx.Node) bool {
 		s, ok := n.(*ptx.Symbol)
 		if !ok {
@@ -246,8 +252,8 @@ func (r *fnRewriter) staticShared() int64 {
 			}
 		}
 		if v != nil {
-			if size, _, err := varShape(v); err == nil && int64(size) > r.staticSh {
-				r.staticSh = int64(size)
+			if size, _, err := varShape(v); err == nil && size > best {
+				best, r.staticSh = size, v
 			}
 		}
 		return true
