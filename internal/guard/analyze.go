@@ -46,7 +46,6 @@ type hoisted struct {
 	guarded  map[int]bool             // checks used by accesses with a guard of their own
 	useCheck map[*ptx.Instruction]int // access → its check
 	useSeg   map[*ptx.Instruction]int // access → its segment
-	redirect map[int]*ptx.Reg         // segment → the base its loads use (see hoistedUse)
 	done     bool
 }
 
@@ -256,8 +255,7 @@ func analyze(r *fnRewriter) *facts {
 			continue
 		}
 		h := &hoisted{reg: reg, space: us[0].acc.space, bits: bits, sets: map[int][]int{}, guarded: map[int]bool{},
-			setPred: map[string]*ptx.Reg{}, useCheck: map[*ptx.Instruction]int{}, useSeg: map[*ptx.Instruction]int{},
-			redirect: map[int]*ptx.Reg{}}
+			setPred: map[string]*ptx.Reg{}, useCheck: map[*ptx.Instruction]int{}, useSeg: map[*ptx.Instruction]int{}}
 		okAll := true
 		for _, u := range us {
 			if u.acc.space != h.space || !cfg.dominates(d, u.node) || u.off < -(1<<30) || u.off > 1<<30 {

@@ -71,10 +71,7 @@
 // holding each unrolled load's value apart), elsewhere they keep their
 // destination's old value (the values are the thread's own, never another
 // tenant's, and the session is revoked before it can read anything back).
-// Shared loads under a hoisted check whose offsets span no more than a sized
-// .shared variable of the kernel are redirected instead of predicated: they
-// read [selp(ok, reg+lo, 0) + off-lo], the block's own shared memory when the
-// check fails. The thread notes the violation in two
+// The thread notes the violation in two
 // registers (a flag and its last offending address); at each return or exit
 // of the function it adds one to the Record's count and, if it is the first
 // recorder, stores its function's id and the address. trap and brkpt are

@@ -28,8 +28,6 @@ type fnRewriter struct {
 	local                              *spanRange         // the function's own .local variables
 	cnst, gconst, gparam               *spanRange         // const space, and generic const/param ranges
 	kparam                             *spanRange         // the kernel's parameters in .param space
-	staticSh                           *ptx.Var           // staticShared, once computed
-	staticDone                         bool
 	shLim64                            *ptx.Reg
 	localGeneric                       *ptx.Reg // the generic address of local.lo
 

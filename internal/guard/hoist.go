@@ -166,27 +166,6 @@ func (r *fnRewriter) hoistedUse(in *ptx.Instruction, h *hoisted) []ptx.Stmt {
 			out = append(out, r.record(addr, h.bits == 32, window, &ptx.Guard{Reg: set, Negated: true})...)
 			r.cache[key] = cached{}
 		}
-		if rb := r.redirectBase(h, seg, in); rb != nil {
-			mc, _ := h.mergedCheck(h.sets[seg])
-			if _, done := h.redirect[seg]; !done {
-				// rb = check ? reg+lo : &v, the loads at [rb + off-lo]: the
-				// offsets stay >= 0, so nothing wraps (a negative base plus
-				// a positive offset would, past 2^32).
-				h.redirect[seg] = rb
-				var from ptx.Operand = addr
-				if mc.off != 0 {
-					t := r.w()
-					out = append(out, ins("add.s32", t, addr, imm(mc.off)))
-					from = t
-				}
-				v := r.w()
-				out = append(out, ins("mov.u32", v, &ptx.Symbol{Name: r.staticShared().Name}))
-				out = append(out, ins("selp.b32", rb, from, v, set))
-			}
-			a := in.Operands[1].(*ptx.Address) // ld d, [reg+off]
-			a.Base, a.Offset = h.redirect[seg], a.Offset-mc.off
-			return append(out, in)
-		}
 		// A suppressed load's destination is zeroed here too (in loops: see zero).
 		out = append(out, r.zero(in, &ptx.Guard{Reg: set, Negated: true})...)
 		in.Guard = &ptx.Guard{Reg: set}
@@ -199,64 +178,4 @@ func (r *fnRewriter) hoistedUse(in *ptx.Instruction, h *hoisted) []ptx.Stmt {
 	out = append(out, r.zero(in, &ptx.Guard{Reg: b})...)
 	in.Guard = &ptx.Guard{Reg: o}
 	return append(out, in)
-}
-
-// redirectBase returns a fresh register for the base of a shared load in a
-// segment whose hoisted check may redirect it, or nil. Such loads run
-// unpredicated at [selp(check, reg+lo, &v) + off-lo], v the largest sized
-// .shared variable the kernel names: when the check fails they read
-// [&v + off-lo], inside v (the segment's merged range, span, fits in it;
-// the selp's use of v's address keeps v allocated, even where the kernel's
-// own references to it are dead code) and aligned as the merge requires;
-// the value is the block's own. It saves the zeroing of each load in loops.
-// Stores and atomics stay predicated: they must not happen.
-func (r *fnRewriter) redirectBase(h *hoisted, seg int, in *ptx.Instruction) *ptx.Reg {
-	if rb, ok := h.redirect[seg]; ok {
-		if rb != nil && (in.Opcode == "ld" || in.Opcode == "ldu") {
-			return rb
-		}
-		return nil
-	}
-	if (in.Opcode != "ld" && in.Opcode != "ldu") || h.space != spShared || h.bits != 32 || !r.f.Entry ||
-		r.g.opts.KeepSuppressedLoads {
-		return nil
-	}
-	mc, ok := h.mergedCheck(h.sets[seg])
-	v := r.staticShared()
-	if !ok || v == nil || mc.off > 1<<30 || mc.off < -(1<<30) {
-		return nil
-	}
-	if size, align, err := varShape(v); err != nil || uint64(mc.width) > size || align < uint64(mc.align) {
-		return nil
-	}
-	return r.w()
-}
-
-// staticShared is the largest sized .shared variable the function names
-// (the first of equal ones), or nil.
-func (r *fnRewriter) staticShared() *ptx.Var {
-	if r.staticDone {
-		return r.staticSh
-	}
-	r.staticDone = true
-	var best uint64
-	ptx.Inspect(r.f.Body, func(n ptx.Node) bool {
-		s, ok := n.(*ptx.Symbol)
-		if !ok {
-			return true
-		}
-		v := r.shared[s.Name]
-		if v == nil {
-			if gv := r.g.vars[s.Name]; gv != nil && gv.Space == ptx.SpaceShared {
-				v = gv
-			}
-		}
-		if v != nil {
-			if size, _, err := varShape(v); err == nil && size > best {
-				best, r.staticSh = size, v
-			}
-		}
-		return true
-	})
-	return r.staticSh
 }
