@@ -162,7 +162,7 @@ func (s *Session) teardown() {
 	// stream is destroyed (the stream cleanup synchronizes it).
 	s.queue.Close()
 	s.queue.Wait(context.Background())
-	s.launchDones.Wait() // their tracking may still be running their Done
+	s.waitLaunchDones()
 	s.d.unregisterWindow(s)
 	s.table.Close()
 	if s.stream != nil {
@@ -181,6 +181,27 @@ func (s *Session) teardown() {
 	s.d.audit(audit.Event{Kind: audit.KindSessionClose, Tenant: s.tenant.name, Session: s.id, PID: s.params.PID,
 		Detail: map[string]any{"launches": s.launches.Load(), "copies": s.copies.Load(), "copy_bytes": s.copyBytes.Load()}})
 	close(s.done)
+}
+
+// launchDoneWait bounds how long teardown waits for launches' Done
+// callbacks: the tracking runs them right after the queue reports the
+// commands complete, so only a stuck callback could take long, and that
+// must not keep the session's resources forever.
+const launchDoneWait = 10 * time.Second
+
+// waitLaunchDones waits for the Done callbacks of the session's launch
+// commands, which read its programs' guard state that teardown releases.
+func (s *Session) waitLaunchDones() {
+	done := make(chan struct{})
+	go func() {
+		s.launchDones.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(launchDoneWait):
+		s.d.log.Warn("launch completions still running at session teardown", "session", s.id)
+	}
 }
 
 // Done is closed once the session has ended and its resources are reclaimed.
