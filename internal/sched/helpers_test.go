@@ -156,8 +156,17 @@ func newQueue(t testing.TB, s *sched.Scheduler, p sched.QueueParams) *sched.Queu
 	return q
 }
 
+// tctx is a test's context: it ends shortly before the test binary's own
+// deadline (go test -timeout), so that a hang fails the test with an error
+// rather than a panic, however slowly a loaded machine runs it.
 func tctx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	deadline := time.Now().Add(time.Hour)
+	if tt, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if d, ok := tt.Deadline(); ok {
+			deadline = d.Add(-10 * time.Second)
+		}
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	t.Cleanup(cancel)
 	return ctx
 }
