@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeResults writes one JSON line per result into dir, as run.sh does.
+func writeResults(t *testing.T, dir string, results map[string]Result) {
+	t.Helper()
+	for name, r := range results {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".json"), append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestReport(t *testing.T) {
+	shares := func(a, b, daemonA float64) Result {
+		return Result{Mode: "shares", Stack: "gpuos", Tenants: []ShareResult{
+			{Tenant: "a", Weight: 1, Kernels: 100, KernelUs: 200, Share: a, Target: 0.25, Daemon: daemonA},
+			{Tenant: "b", Weight: 3, Kernels: 30, KernelUs: 2000, Share: b, Target: 0.75, Daemon: 1 - daemonA},
+		}}
+	}
+	hp := func(p99 float64) Result { return Result{Mode: "hp", Samples: 10000, P50us: 40, P90us: 50, P99us: p99, MaxUs: 2 * p99} }
+	be := func(rate float64) Result { return Result{Mode: "be", Kernels: 1000, KernelsPerSec: rate, KernelUs: 1000} }
+	for _, tt := range []struct {
+		name     string
+		results  map[string]Result
+		wantErr  bool
+		contains []string
+	}{
+		{
+			name: "all pass",
+			results: map[string]Result{
+				"gpuos-shares-fair": shares(0.26, 0.74, 0.25), "gpuos-shares-band": shares(0.24, 0.76, 0.25),
+				"gpuos-hp-alone": hp(100), "gpuos-hp-mixed": hp(115),
+				"gpuos-be-alone-1": be(400), "gpuos-be-alone-2": be(400), "gpuos-be-mixed-1": be(300), "gpuos-be-mixed-2": be(300),
+				"native-hp-alone": hp(60), "native-hp-mixed": hp(4000),
+				"gpuos-hp-alone-spin": hp(70),
+			},
+			contains: []string{"/ alone = 1.15 (target <= 1.2)  PASS", "/ alone = 0.75 (target >= 0.70)  PASS",
+				"alone, rings polling", "all checks passed"},
+		},
+		{
+			name: "shares, latency and throughput off",
+			results: map[string]Result{
+				"gpuos-shares-fair": shares(0.05, 0.95, 0.25), "gpuos-shares-band": shares(0.29, 0.71, 0.25),
+				"gpuos-hp-alone": hp(100), "gpuos-hp-mixed": hp(130),
+				"gpuos-be-alone-1": be(400), "gpuos-be-alone-2": be(400), "gpuos-be-mixed-1": be(200), "gpuos-be-mixed-2": be(200),
+			},
+			wantErr: true,
+			contains: []string{"fair       a       1        200      100   5.00%  25.00%  20.00%         25.00%             FAIL",
+				"/ alone = 1.30 (target <= 1.2)  FAIL", "/ alone = 0.50 (target >= 0.70)  FAIL", "6 check(s) failed"},
+		},
+		{
+			name:     "nothing ran",
+			results:  map[string]Result{},
+			wantErr:  true,
+			contains: []string{"(not run)", "missing results  FAIL", "4 check(s) failed"},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeResults(t, dir, tt.results)
+			var out strings.Builder
+			err := report(dir, &out)
+			if (err != nil) != tt.wantErr {
+				t.Errorf("report: error %v, want error: %v\n%s", err, tt.wantErr, out.String())
+			}
+			for _, s := range tt.contains {
+				if !strings.Contains(out.String(), s) {
+					t.Errorf("report lacks %q:\n%s", s, out.String())
+				}
+			}
+		})
+	}
+}
