@@ -29,8 +29,12 @@ func TestReport(t *testing.T) {
 			{Tenant: "b", Weight: 3, Kernels: 30, KernelUs: 2000, Share: b, Target: 0.75, Daemon: 1 - daemonA},
 		}}
 	}
-	hp := func(p99 float64) Result { return Result{Mode: "hp", Samples: 10000, P50us: 40, P90us: 50, P99us: p99, MaxUs: 2 * p99} }
-	be := func(rate float64) Result { return Result{Mode: "be", Kernels: 1000, KernelsPerSec: rate, KernelUs: 1000} }
+	hp := func(p99 float64) Result {
+		return Result{Mode: "hp", Samples: 10000, P50us: 40, P90us: 50, P99us: p99, MaxUs: 2 * p99}
+	}
+	be := func(rate float64) Result {
+		return Result{Mode: "be", Kernels: 1000, KernelsPerSec: rate, KernelUs: 1000}
+	}
 	for _, tt := range []struct {
 		name     string
 		results  map[string]Result
