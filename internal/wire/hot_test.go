@@ -466,3 +466,86 @@ func TestHotMore(t *testing.T) {
 		t.Errorf("Request.More of the burst's launches: %v, want %v", s.more, want)
 	}
 }
+
+// TestHotRecycle: on rings, the frame of a request of a Reuse type is read
+// into again for the next request, and a frame of any other type never is:
+// what a handler keeps of it (BufferWrite's data, here) stays as sent.
+func TestHotRecycle(t *testing.T) {
+	a, b, err := wire.Pair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &hotSession{hc: wire.NewHotConn(b), sq: 64 << 10, cq: 64 << 10, block: make(chan struct{}), servedErr: make(chan error, 1)}
+	var kept [][]byte     // BufferWrite data, as the frames hold it
+	var params [][]byte   // Launch parameters, copied when handled
+	var firstByte []*byte // where each launch's parameters were
+	var mu sync.Mutex     // orders the handler's reads and writes before the test's
+	handle := func(ctx context.Context, req *wire.Request) (v1.Message, []int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch m := req.Msg.(type) {
+		case *v1.BufferWrite:
+			kept = append(kept, m.Data)
+			return nil, nil, nil
+		case *v1.Launch:
+			params = append(params, append([]byte(nil), m.Params...))
+			firstByte = append(firstByte, &m.Params[0])
+			return nil, nil, nil
+		}
+		return s.handle(ctx, req)
+	}
+	srv := &wire.Server{Endpoint: v1.EndpointDriver, Handle: handle, Reuse: func(t v1.Type) bool { return t == v1.TypeLaunch }}
+	go func() { s.servedErr <- srv.Serve(context.Background(), s.hc) }()
+	cl := wire.NewClient(a)
+	t.Cleanup(func() { cl.Close(); s.hc.Close() })
+	ctx := tctx(t)
+	if err := cl.Call(ctx, v1.NewHello(v1.RoleClient, "", "hot"), nil); err != nil {
+		t.Fatal(err)
+	}
+	openRings(t, cl, s.sq, s.cq)
+	launch := func(seed uint64) *v1.Launch {
+		return &v1.Launch{Kernel: 1, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}, Params: pattern(seed, 32)}
+	}
+	sent := []v1.Message{
+		&v1.BufferWrite{Buffer: 1, Offset: 1, Data: pattern(1, 48)},
+		launch(2), launch(3),
+		&v1.BufferWrite{Buffer: 1, Offset: 4, Data: pattern(4, 40)},
+		launch(5), launch(6), launch(7),
+		&v1.BufferWrite{Buffer: 1, Offset: 8, Data: pattern(8, 48)},
+		launch(9),
+	}
+	for _, m := range sent {
+		send := cl.Send
+		if _, ok := m.(*v1.BufferWrite); ok { // it wants a reply
+			send = func(m v1.Message, _ ...int) error { return cl.Call(ctx, m, nil) }
+		}
+		if err := send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cl.Call(ctx, &v1.MemInfo{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var wantKept, wantParams [][]byte
+	for _, m := range sent {
+		switch m := m.(type) {
+		case *v1.BufferWrite:
+			wantKept = append(wantKept, m.Data)
+		case *v1.Launch:
+			wantParams = append(wantParams, m.Params)
+		}
+	}
+	if fmt.Sprint(kept) != fmt.Sprint(wantKept) {
+		t.Errorf("kept write data changed after it was handled:\n%v\nwant\n%v", kept, wantKept)
+	}
+	if fmt.Sprint(params) != fmt.Sprint(wantParams) {
+		t.Errorf("launch parameters\n%v\nwant\n%v", params, wantParams)
+	}
+	// Launches 5, 6 and 7 came one after another: each read into the frame
+	// of the one before.
+	if len(firstByte) != 6 || firstByte[2] != firstByte[3] || firstByte[3] != firstByte[4] {
+		t.Errorf("consecutive launches were read into new memory each")
+	}
+}

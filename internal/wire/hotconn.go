@@ -21,6 +21,9 @@ var (
 	ErrRingsInUse = v1.Errorf(v1.CodeInvalidArgument, "the session already has rings")
 )
 
+// keepReadBuf bounds a ring frame buffer HotConn keeps for the next read.
+const keepReadBuf = 64 << 10
+
 // HotConn states.
 const (
 	hotSocket    int32 = iota // requests come on the socket
@@ -60,6 +63,10 @@ type HotConn struct {
 
 	wmu sync.Mutex // guards enc
 	enc v1.Encoder
+
+	// The serving goroutine's: the buffer of the frame ReadFrame returned
+	// last from the ring, and one Recycle gave back for the next read.
+	last, spare []byte
 
 	closeOnce sync.Once
 	closeErr  error
@@ -150,7 +157,8 @@ func (h *HotConn) ReadFrame() (Frame, error) {
 			h.state.Store(hotSocket)
 			return f, nil
 		}
-		msg, err := h.sq.Read(nil)
+		msg, err := h.sq.Read(h.spare[:0])
+		h.spare, h.last = nil, nil
 		if errors.Is(err, ring.ErrInterrupted) {
 			continue
 		}
@@ -168,8 +176,19 @@ func (h *HotConn) ReadFrame() (Frame, error) {
 			h.fail(fmt.Errorf("%w: and on the ring", ErrSocketAfterRings))
 			return Frame{}, *h.failed.Load()
 		}
+		h.last = msg
 		return frameFromRing(msg)
 	}
+}
+
+// Recycle says that nothing refers to the frame ReadFrame returned last any
+// more: the next frame read from the ring may reuse its memory. Serve calls
+// it after a request of a type the handler keeps nothing of (Server.Reuse).
+func (h *HotConn) Recycle() {
+	if cap(h.last) <= keepReadBuf {
+		h.spare = h.last
+	}
+	h.last = nil
 }
 
 // Pending reports whether another request already waits on the submission

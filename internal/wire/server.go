@@ -74,6 +74,7 @@ func (s *Server) Serve(ctx context.Context, c Transport) error {
 	defer stop()
 
 	pending, _ := c.(interface{ Pending() bool })
+	recycler, _ := c.(interface{ Recycle() })
 	greeted := false
 	req := new(Request)
 	dc := &decoding{} // reused from request to request
@@ -106,6 +107,9 @@ func (s *Server) Serve(ctx context.Context, c Transport) error {
 		}
 		if werr := s.answer(c, req, reply, fds, err); werr != nil {
 			return fmt.Errorf("serve: %w", werr)
+		}
+		if recycler != nil && s.Reuse != nil && s.Reuse(req.Header.Type) {
+			recycler.Recycle() // nothing keeps the frame now
 		}
 		if fatal {
 			return fmt.Errorf("serve: handshake: %w", err)
