@@ -61,8 +61,9 @@ type Options struct {
 	SwapPiece uint64
 	// SwapReserve is pinned host memory the swap store pins from the start,
 	// in the background (within SwapLimit), so that even the first evictions
-	// copy at once instead of first pinning their buffers (gpuos serve
-	// --swap-reserve). 0: none.
+	// copy at once instead of first pinning their buffers (gpuos driver
+	// --swap-reserve; the driver reserves one and a half times the device
+	// limit when --device-memory caps it). 0: none.
 	SwapReserve uint64
 	// SwapPinners is how many pieces of host memory the swap store pins at
 	// once (default 4): the kernel's work of pinning runs on the calling
