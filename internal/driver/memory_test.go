@@ -5,7 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +16,7 @@ import (
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	membench "github.com/gpuos/gpuos/bench/mem"
+	"github.com/gpuos/gpuos/internal/audit"
 	"github.com/gpuos/gpuos/internal/backend"
 	"github.com/gpuos/gpuos/internal/backend/sim"
 	"github.com/gpuos/gpuos/internal/wire"
@@ -520,5 +524,57 @@ func TestDefaultSwapReserve(t *testing.T) {
 				t.Errorf("have %d, want %d", have, tc.want)
 			}
 		})
+	}
+}
+
+// With --device-memory below the device's memory, the driver pins the
+// default swap reserve from the start and audits when it is pinned.
+func TestSwapReserveAudited(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	al, err := audit.Open(path, audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer al.Close()
+	const limit = 16 << 20
+	newDriverOn(t, sim.New(sim.Options{Memory: 256 << 20}), Options{DeviceMemoryLimit: limit, Audit: al})
+	want := defaultSwapReserve(limit, hostMemory())
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if err := al.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if ev, ok := findAudit(t, path, KindSwapReserve); ok {
+			// Pinned in whole pieces: at least the reserve.
+			if n, _ := ev.Detail["bytes"].(float64); uint64(n) < want {
+				t.Errorf("reserve of %v bytes audited, want at least %d", ev.Detail["bytes"], want)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no mem.swap-reserve record")
+		}
+	}
+}
+
+// findAudit returns the first record of kind k in the audit log at path.
+func findAudit(t *testing.T, path string, k audit.Kind) (audit.Event, bool) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := audit.NewReader(f)
+	for {
+		ev, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return audit.Event{}, false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == k {
+			return ev, true
+		}
 	}
 }
