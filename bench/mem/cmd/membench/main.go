@@ -412,9 +412,9 @@ func swapCmd(ctx context.Context, args []string) error {
 	}
 	if err == nil {
 		pinRate, parRate, regRate, err = nv.pinRates(1<<30, 64<<20, 4)
-		t.add(row{What: "native pinning 1GiB: cuMemHostAlloc 64MiB pieces, 1 thread / 4 threads (GB/s)", Base: pinRate,
+		t.add(row{What: "pinning 1GiB in 64MiB: cuMemHostAlloc, 1 thread / 4 (GB/s)", Base: pinRate,
 			GPUOS: parRate, Unit: "GB/s", Ratio: parRate / pinRate})
-		t.add(row{What: "native pinning 1GiB: cuMemHostAlloc 1 thread / mmap+fault+cuMemHostRegister (GB/s)", Base: pinRate,
+		t.add(row{What: "pinning 1GiB: cuMemHostAlloc / mmap+cuMemHostRegister (GB/s)", Base: pinRate,
 			GPUOS: regRate, Unit: "GB/s", Ratio: regRate / pinRate})
 	}
 	nv.close() // the GPU is the daemon's while the tenants run
@@ -668,17 +668,17 @@ func (sw swaps) report(t *table, d2h, h2d, pinRate float64) {
 	}
 	if sw.passTime > 0 {
 		moved := gbps(sw.inBytes+sw.passEvicted, sw.passTime)
-		t.add(row{What: "swap end to end: making sessions resident (GB/s moved: in + evicted)", Base: pinnedBW, GPUOS: moved,
+		t.add(row{What: "swap end to end: resident passes, in + evicted (GB/s)", Base: pinnedBW, GPUOS: moved,
 			Unit: "GB/s", Ratio: moved / pinnedBW, Target: 0.7})
 	}
 	if readyTime > 0 {
 		e2e := gbps(readyBytes, readyTime)
-		t.add(row{What: fmt.Sprintf("evictions once victims stopped, buffers pinned ahead (%d of %d) (GB/s)", ready, len(sw.evictions)),
+		t.add(row{What: fmt.Sprintf("evictions after quiesce, buffers pinned (%d of %d) (GB/s)", ready, len(sw.evictions)),
 			Base: d2h, GPUOS: e2e, Unit: "GB/s", Ratio: e2e / d2h})
 	}
 	if pinTime > 0 {
 		pr := gbps(pinned, pinTime)
-		t.add(row{What: fmt.Sprintf("evictions that pinned host memory first (%d): pinning (GB/s)", len(sw.evictions)-ready),
+		t.add(row{What: fmt.Sprintf("evictions that pinned first (%d): pinning (GB/s)", len(sw.evictions)-ready),
 			Base: pinRate, GPUOS: pr, Unit: "GB/s", Ratio: pr / pinRate})
 	}
 }
