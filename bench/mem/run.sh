@@ -9,7 +9,7 @@
 #   (c) a 256 MiB pageable host-to-device copy through gpuos vs native
 #
 # Usage: bench/mem/run.sh [BIN]   (from the repository root)
-# Environment (for trying it on the software GPU): RESERVE_WAIT (180), BACKEND (cuda), DEVMEM
+# Environment (for trying it on the software GPU): RESERVE_WAIT (60), BACKEND (cuda), DEVMEM
 # (16GiB), EACH (8GiB), BUFFER (1GiB), PASSES (4), PIPE (256MiB), COPY
 # (256MiB), SIMMEM (the software GPU's memory), SERVE_FLAGS (more flags for
 # the swap run's daemon, e.g. "--swap-reserve 16GiB"), OUT (where logs, the
@@ -73,8 +73,8 @@ start_daemon --device-memory "$DEVMEM" $SERVE_FLAGS
 # pinned (the audit record says how long that took), so the run measures
 # swapping in its steady state, not the one-time pinning. RESERVE_WAIT bounds
 # the wait (seconds).
-step "waiting for the swap reserve to be pinned (at most ${RESERVE_WAIT:-180}s)"
-for _ in $(seq $((${RESERVE_WAIT:-180} * 10))); do
+step "waiting for the swap reserve to be pinned (at most ${RESERVE_WAIT:-60}s)"
+for _ in $(seq $((${RESERVE_WAIT:-60} * 10))); do
 	grep -q '"kind":"mem.swap-reserve"' "$AUDIT" 2> /dev/null && break
 	sleep 0.1
 done
