@@ -30,7 +30,10 @@
 //     stays the connection's life: its end lets the driver serve what the
 //     client had published and then end, and fails the client's calls. A
 //     request read off the ring says whether others wait behind it
-//     (Request.More), so a handler can treat a burst as one. On
+//     (Request.More), so a handler can treat a burst as one. Request types
+//     the handler keeps nothing of (Server.Reuse: launches) are decoded into
+//     one message, and their ring frames read into one buffer
+//     (HotConn.Recycle), so a burst of them allocates nothing. On
 //     the client's side, Client.UseRings moves requests onto the rings (any
 //     goroutine sends, under a lock); replies on the completion ring are read
 //     by whichever waiting caller holds the reading role, so a lone caller
