@@ -670,6 +670,7 @@ func (m *Manager) copyOut(ptr backend.DevicePtr, size uint64) (*swapSlot, copyRe
 // events. Caller holds m.evictMu.
 func (m *Manager) startCopyOut(ptr backend.DevicePtr, size uint64) (outCopy, error) {
 	var oc outCopy
+	m.reclaimLanded()
 	m.swap.evicting() // pin ahead for this one (if it must) and the next ones
 	if !m.swap.ready(size) {
 		// Swap-in copies in flight hold buffers that come back in far less
@@ -791,6 +792,25 @@ func (m *Manager) putEvents(evs [2]backend.Event) {
 type pendingIn struct {
 	slot   *swapSlot
 	timing [2]backend.Event
+}
+
+// reclaimLanded frees the slots of swap-ins whose copies have landed,
+// without waiting: the store then sees how much it really has free (and
+// pins nothing ahead for memory that is only waiting to be reused). Caller
+// holds m.evictMu.
+func (m *Manager) reclaimLanded() {
+	for i := range m.pendingIns {
+		p := &m.pendingIns[i]
+		if p.slot == nil || p.timing[1] == nil {
+			continue
+		}
+		if done, err := p.timing[1].Query(); err != nil || !done {
+			// Later copies on the stream land later.
+			return
+		}
+		m.swap.release(p.slot)
+		p.slot = nil
+	}
 }
 
 // reclaimSwapIns frees the slots of swap-ins whose copies have landed,
