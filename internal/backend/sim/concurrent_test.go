@@ -146,8 +146,9 @@ func TestConcurrentKernelsBackfill(t *testing.T) {
 	}
 }
 
-// TracePlacements reports each kernel's place on the virtual clock: when the
-// host enqueued it, when its stream let it start, and its blocks' span.
+// TracePlacements reports each command's place on the virtual clock (a
+// kernel, or a memset spread over the SMs): when the host enqueued it, when
+// its stream let it start, and its blocks' span.
 func TestTracePlacements(t *testing.T) {
 	d := openTest(t, Options{Granularity: G, Memory: 16 * G, SMs: 2, Cost: exactCost, ConcurrentKernels: true})
 	_, fns := loadTest(t, d)
@@ -158,6 +159,8 @@ func TestTracePlacements(t *testing.T) {
 	must(t, high.Launch(fns["work"], grid1(1, 32), workParams(100, 0))) // waits for an SM: [3000, 3100)
 	must(t, high.Synchronize())                                         // the host has seen 3100
 	must(t, high.Launch(fns["work"], grid1(1, 32), workParams(100, 0))) // [4100, 4200)
+	p := alloc(t, d, G)
+	must(t, high.Memset(p, 0, 4, 25)) // after the kernel on its stream; a block per SM: [4300, 4400)
 	must(t, d.Synchronize())
 	must(t, d.TracePlacements(nil))
 	must(t, low.Launch(fns["work"], grid1(1, 32), workParams(100, 0)))
@@ -166,6 +169,7 @@ func TestTracePlacements(t *testing.T) {
 		{Function: fns["work"], Blocks: 4, Enqueued: 0, Ready: 0, Start: 1000, End: 3000},
 		{Function: fns["work"], Blocks: 1, Enqueued: 0, Ready: 0, Start: 3000, End: 3100},
 		{Function: fns["work"], Blocks: 1, Enqueued: 3100, Ready: 3100, Start: 4100, End: 4200},
+		{Function: nil, Blocks: 2, Enqueued: 3100, Ready: 4200, Start: 4300, End: 4400},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("placements:\n have %v\n want %v", got, want)
