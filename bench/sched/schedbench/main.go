@@ -47,6 +47,9 @@ type Result struct {
 	Kernels       int     `json:"kernels,omitempty"`
 	KernelsPerSec float64 `json:"kernels_per_s,omitempty"`
 	KernelUs      float64 `json:"kernel_us,omitempty"` // one kernel alone, measured with events
+	// The daemon's dispatches of the tenant per kernel launched over the
+	// run: 1 for kernels issued whole, more when they were sliced.
+	DispatchesPerKernel float64 `json:"dispatches_per_kernel,omitempty"`
 
 	// shares
 	Tenants []ShareResult `json:"tenants,omitempty"`
@@ -262,20 +265,26 @@ func runBE(ctx context.Context, o options, image []byte) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, elapsed, err := saturate(ctx, t, o.blocks, o.threads, o.ns, o.depth, o.from, o.duration)
+	before, serr := daemonStats(ctx, o, o.token)
+	n, elapsed, launched, err := saturate(ctx, t, o.blocks, o.threads, o.ns, o.depth, o.from, o.duration)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Kernels: n, KernelsPerSec: float64(n) / elapsed.Seconds(), KernelUs: float64(one.Nanoseconds()) / 1e3}, nil
+	r := &Result{Kernels: n, KernelsPerSec: float64(n) / elapsed.Seconds(), KernelUs: float64(one.Nanoseconds()) / 1e3}
+	// Tenant names are the tokens in sched.yaml.
+	if after, err := daemonStats(ctx, o, o.token); err == nil && serr == nil && launched > 0 {
+		r.DispatchesPerKernel = float64(after[o.token].Dispatched-before[o.token].Dispatched) / float64(launched)
+	}
+	return r, nil
 }
 
 // saturate keeps the tenant's queue full — batches of depth kernels, each
 // followed by a fence, the next batch launched before waiting for the
 // previous one's fence — and counts the kernels whose batch completed in
 // [from, from+duration): the first batch ending after from starts the count,
-// the first ending after from+duration stops it.
-func saturate(ctx context.Context, t *tenant, blocks, threads int, ns uint64, depth int, from time.Time, duration time.Duration) (int, time.Duration, error) {
-	var n int
+// the first ending after from+duration stops it. It returns once every
+// kernel it launched (launched, warm-up included) has completed.
+func saturate(ctx context.Context, t *tenant, blocks, threads int, ns uint64, depth int, from time.Time, duration time.Duration) (n int, elapsed time.Duration, launched int, err error) {
 	var measured time.Time
 	var pending []*client.Fence
 	defer func() {
@@ -287,19 +296,20 @@ func saturate(ctx context.Context, t *tenant, blocks, threads int, ns uint64, de
 	for {
 		for range depth {
 			if err := t.launch(blocks, threads, ns); err != nil {
-				return 0, 0, err
+				return 0, 0, launched, err
 			}
+			launched++
 		}
 		f, err := t.s.Record(ctx, t.st)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, launched, err
 		}
 		pending = append(pending, f)
 		if len(pending) < 2 {
 			continue
 		}
 		if err := pending[0].Wait(ctx, 0); err != nil {
-			return 0, 0, err
+			return 0, 0, launched, err
 		}
 		pending[0].Close()
 		pending = pending[1:]
@@ -312,7 +322,7 @@ func saturate(ctx context.Context, t *tenant, blocks, threads int, ns uint64, de
 			n += depth
 		}
 		if !measured.IsZero() && now.Sub(measured) >= duration {
-			return n, now.Sub(measured), nil
+			return n, now.Sub(measured), launched, nil
 		}
 	}
 }
@@ -352,7 +362,7 @@ func runShares(ctx context.Context, o options, image []byte) (*Result, error) {
 	res := make(chan out, 2)
 	for i, t := range ts {
 		go func() {
-			n, _, err := saturate(ctx, t, o.blocks, o.threads, nss[i], o.depth, o.from, o.duration)
+			n, _, _, err := saturate(ctx, t, o.blocks, o.threads, nss[i], o.depth, o.from, o.duration)
 			res <- out{i, n, err}
 		}()
 	}
@@ -393,22 +403,40 @@ func runShares(ctx context.Context, o options, image []byte) (*Result, error) {
 // daemonUsage reads each tenant's GPU time from the daemon (gpuos's own
 // accounting, for comparison).
 func daemonUsage(ctx context.Context, o options, tokens []string) (map[string]uint64, error) {
+	ts, err := daemonStats(ctx, o, tokens[0])
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]uint64{}
+	for name, t := range ts {
+		out[name] = t.GPUTimeNs
+	}
+	return out, nil
+}
+
+// daemonStats reads every tenant's scheduling statistics from the daemon,
+// by tenant name (summed over devices).
+func daemonStats(ctx context.Context, o options, token string) (map[string]v1.TenantStat, error) {
 	conn, err := wire.Dial(ctx, o.socket)
 	if err != nil {
 		return nil, err
 	}
 	mgr := wire.NewClient(conn)
 	defer mgr.Close()
-	if err := mgr.Call(ctx, v1.NewHello(v1.RoleClient, tokens[0], "schedbench"), nil); err != nil {
+	if err := mgr.Call(ctx, v1.NewHello(v1.RoleClient, token, "schedbench"), nil); err != nil {
 		return nil, err
 	}
 	var ts v1.Tenants
 	if err := mgr.Call(ctx, &v1.TenantStats{}, &ts); err != nil {
 		return nil, err
 	}
-	out := map[string]uint64{}
+	out := map[string]v1.TenantStat{}
 	for _, t := range ts.Tenants {
-		out[t.Name] += t.GPUTimeNs
+		x := out[t.Name]
+		x.Name = t.Name
+		x.GPUTimeNs += t.GPUTimeNs
+		x.Dispatched += t.Dispatched
+		out[t.Name] = x
 	}
 	return out, nil
 }

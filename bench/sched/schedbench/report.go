@@ -142,6 +142,23 @@ func report(dir string, w io.Writer) error {
 		fails++
 		fmt.Fprintln(w, "gpuos: best-effort throughput ratio: missing results  FAIL")
 	}
+	dispatches := func(r row) float64 {
+		var sum float64
+		var n int
+		for _, b := range []*Result{r.be1, r.be2} {
+			if b != nil && b.DispatchesPerKernel > 0 {
+				sum += b.DispatchesPerKernel
+				n++
+			}
+		}
+		if n == 0 {
+			return 0
+		}
+		return sum / float64(n)
+	}
+	if a, m := dispatches(ga), dispatches(gm); a > 0 || m > 0 {
+		fmt.Fprintf(w, "gpuos: best-effort dispatches per kernel alone %.1f, with the service %.1f (its kernels sliced while the service is active)\n", a, m)
+	}
 	if na.hp != nil && nm.hp != nil && na.hp.P99us > 0 {
 		fmt.Fprintf(w, "native baseline: high-priority P99 with the best-effort load / alone = %.2f (three processes, time-sliced contexts)\n", nm.hp.P99us/na.hp.P99us)
 		if gm.hp != nil && gm.hp.P99us > 0 {

@@ -33,7 +33,12 @@ func TestReport(t *testing.T) {
 		return Result{Mode: "hp", Samples: 10000, P50us: 40, P90us: 50, P99us: p99, MaxUs: 2 * p99}
 	}
 	be := func(rate float64) Result {
-		return Result{Mode: "be", Kernels: 1000, KernelsPerSec: rate, KernelUs: 1000}
+		return Result{Mode: "be", Kernels: 1000, KernelsPerSec: rate, KernelUs: 1000, DispatchesPerKernel: 1}
+	}
+	beSliced := func(rate float64) Result {
+		r := be(rate)
+		r.DispatchesPerKernel = 21
+		return r
 	}
 	for _, tt := range []struct {
 		name     string
@@ -46,12 +51,12 @@ func TestReport(t *testing.T) {
 			results: map[string]Result{
 				"gpuos-shares-fair": shares(0.26, 0.74, 0.25), "gpuos-shares-band": shares(0.24, 0.76, 0.25),
 				"gpuos-hp-alone": hp(100), "gpuos-hp-mixed": hp(115),
-				"gpuos-be-alone-1": be(400), "gpuos-be-alone-2": be(400), "gpuos-be-mixed-1": be(300), "gpuos-be-mixed-2": be(300),
+				"gpuos-be-alone-1": be(400), "gpuos-be-alone-2": be(400), "gpuos-be-mixed-1": beSliced(300), "gpuos-be-mixed-2": beSliced(300),
 				"native-hp-alone": hp(60), "native-hp-mixed": hp(4000),
 				"gpuos-hp-alone-spin": hp(70),
 			},
 			contains: []string{"/ alone = 1.15 (target <= 1.2)  PASS", "/ alone = 0.75 (target >= 0.70)  PASS",
-				"alone, rings polling", "all checks passed"},
+				"alone, rings polling", "dispatches per kernel alone 1.0, with the service 21.0", "all checks passed"},
 		},
 		{
 			name: "shares, latency and throughput off",
