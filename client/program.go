@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
@@ -175,10 +176,18 @@ func (s *Session) Launch(k *Kernel, cfg LaunchConfig, args ...any) error {
 	return s.LaunchRaw(k, cfg, params)
 }
 
+// launchMsgs holds Launch requests for reuse: Send encodes one before it
+// returns, and a burst of launches then allocates nothing.
+var launchMsgs = sync.Pool{New: func() any { return new(v1.Launch) }}
+
 // LaunchRaw runs a kernel with a ready parameter buffer.
 func (s *Session) LaunchRaw(k *Kernel, cfg LaunchConfig, params []byte) error {
-	err := s.rpc.Send(&v1.Launch{Kernel: k.handle, Stream: streamHandle(cfg.Stream), Grid: cfg.Grid.wire(),
-		Block: cfg.Block.wire(), SharedMem: cfg.SharedMem, Params: params})
+	m := launchMsgs.Get().(*v1.Launch)
+	*m = v1.Launch{Kernel: k.handle, Stream: streamHandle(cfg.Stream), Grid: cfg.Grid.wire(),
+		Block: cfg.Block.wire(), SharedMem: cfg.SharedMem, Params: params}
+	err := s.rpc.Send(m)
+	*m = v1.Launch{} // keep no reference to the caller's parameters
+	launchMsgs.Put(m)
 	if err != nil {
 		return fmt.Errorf("launch %s: %w", k.name, err)
 	}
