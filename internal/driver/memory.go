@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -79,6 +80,11 @@ func memoryOptions(dev backend.Device, opts Options, h *memHooks) (mem.Options, 
 	if mo.SwapLimit > 0 && mo.SwapReserve == 0 && limit < total {
 		mo.SwapReserve = defaultSwapReserve(limit, hostMemory())
 	}
+	// GPUOS_SWAP_PIN=register pins swap memory with cuMemHostRegister over
+	// memory the driver maps and faults in itself, instead of cuMemHostAlloc:
+	// an experiment's switch until bench/mem shows which pins faster on the
+	// lent host (membench prints both rates).
+	mo.SwapPinRegister = os.Getenv("GPUOS_SWAP_PIN") == "register"
 	return mo, nil
 }
 

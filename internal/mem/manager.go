@@ -69,6 +69,11 @@ type Options struct {
 	// once (default 4): the kernel's work of pinning runs on the calling
 	// thread, so several threads pin faster than one.
 	SwapPinners int
+	// SwapPinRegister pins host memory by mapping it, faulting it in and
+	// having the backend register it (cuMemHostRegister) instead of with
+	// AllocHost (cuMemHostAlloc), where the backend can: bench/mem measures
+	// which pins faster on a host.
+	SwapPinRegister bool
 	// SwapAhead is how much pinned host memory the swap store keeps free,
 	// pinning it in the background, once evictions have begun: so an
 	// eviction finds its buffers pinned (default: an eighth of the device
@@ -248,7 +253,7 @@ func NewManager(dev backend.Device, opts Options) (*Manager, error) {
 			ahead = uint64(opts.SwapAhead)
 		}
 		cfg := swapStoreConfig{piece: opts.SwapPiece, limit: opts.SwapLimit, reserve: opts.SwapReserve, ahead: ahead,
-			gran: gran, pinners: opts.SwapPinners}
+			gran: gran, pinners: opts.SwapPinners, register: opts.SwapPinRegister}
 		if onSwap := opts.OnSwap; onSwap != nil {
 			cfg.onReserve = func(n uint64, took time.Duration) {
 				onSwap(SwapEvent{Kind: SwapReserved, Bytes: n, Duration: took})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -508,5 +509,74 @@ func TestSwapEvictsAhead(t *testing.T) {
 	}
 	if st := m.Stats().Device; st.EvictPinned != 0 {
 		t.Errorf("evictions pinned %d bytes with a reserve that holds everything", st.EvictPinned)
+	}
+}
+
+// countingHost counts how the swap store pins host memory.
+type countingHost struct {
+	backend.Device
+	allocs, registers atomic.Int32
+}
+
+func (d *countingHost) AllocHost(n int) (backend.HostMemory, error) {
+	d.allocs.Add(1)
+	return d.Device.AllocHost(n)
+}
+
+func (d *countingHost) RegisterHost(b []byte) error {
+	d.registers.Add(1)
+	return d.Device.RegisterHost(b)
+}
+
+// With SwapPinRegister the store maps its own memory and registers it; data
+// goes out and comes back through it, and closing the manager gives it back.
+func TestSwapPinRegister(t *testing.T) {
+	dev := &countingHost{Device: openSim(t, 256<<20)}
+	gran := dev.Granularity()
+	size := 8 * gran
+	m, err := mem.NewManager(dev, mem.Options{DeviceMemoryLimit: size + 4*gran, SwapLimit: 4 * size, SwapPiece: 4 * gran,
+		SwapPinRegister: true, MinResidency: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := dev.NewStream(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy()
+	wa, _ := m.OpenWindow(m.Tenant("a"))
+	wb, _ := m.OpenWindow(m.Tenant("b"))
+	a, err := wa.Alloc(size, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("registered "), int(size/11)+1)[:size]
+	if err := s.CopyHtoD(a.Ptr(), data); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wb.Alloc(size, 0); err != nil { // evicts a
+		t.Fatal(err)
+	}
+	if err := wa.MakeResident(context.Background()); err != nil { // evicts b
+		t.Fatal(err)
+	}
+	got := make([]byte, size)
+	if err := s.CopyDtoH(got, a.Ptr()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Error("data differs after a round trip through registered host memory")
+	}
+	if r, al := dev.registers.Load(), dev.allocs.Load(); r == 0 || al != 0 {
+		t.Errorf("the store registered %d pieces and allocated %d; want registered only", r, al)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

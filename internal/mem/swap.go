@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpuos/gpuos/internal/backend"
@@ -45,6 +46,9 @@ type swapStore struct {
 	reserve    uint64 // pin ahead until this much is held
 	ahead      uint64 // under pressure, keep this much free
 	maxPinners int
+	// register: pin by mapping memory and registering it (RegisterHost)
+	// rather than with AllocHost; cleared if the backend cannot.
+	register atomic.Bool
 	// onReserve, if set, is told once when the reserve is pinned: how much,
 	// and how long after the store was created.
 	onReserve func(bytes uint64, took time.Duration)
@@ -109,6 +113,7 @@ func (sl *swapSlot) buffers() [][]byte {
 type swapStoreConfig struct {
 	piece, limit, reserve, ahead, gran uint64
 	pinners                            int
+	register                           bool
 	onReserve                          func(bytes uint64, took time.Duration)
 }
 
@@ -124,6 +129,7 @@ func newSwapStore(dev backend.Device, c swapStoreConfig) *swapStore {
 	}
 	s := &swapStore{dev: dev, piece: piece, unit: c.gran, limit: c.limit, reserve: min(c.reserve, c.limit),
 		ahead: min(c.ahead, c.limit), maxPinners: pinners, onReserve: c.onReserve, created: time.Now()}
+	s.register.Store(c.register)
 	s.cond.L = &s.mu
 	s.mu.Lock()
 	s.kickLocked()
@@ -303,7 +309,17 @@ func (s *swapStore) pinPieces(n uint64) (fresh []*hostPiece, failed uint64, errs
 
 // pin allocates a piece of n bytes (a multiple of the unit) of pinned host memory.
 func (s *swapStore) pin(n uint64) (*hostPiece, error) {
-	hm, err := s.dev.AllocHost(int(n))
+	var hm backend.HostMemory
+	var err error
+	if s.register.Load() {
+		hm, err = registerHost(s.dev, n)
+		if errors.Is(err, backend.ErrUnsupported) {
+			s.register.Store(false) // the backend cannot: AllocHost from now on
+		}
+	}
+	if hm == nil {
+		hm, err = s.dev.AllocHost(int(n))
+	}
 	if err == nil && uint64(len(hm.Bytes())) < n {
 		err = fmt.Errorf("backend returned %d bytes for %d: %w", len(hm.Bytes()), n, ErrInvalidArgument)
 		hm.Free()

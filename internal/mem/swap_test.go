@@ -819,3 +819,21 @@ func TestSwapStoreReservePinsInParallel(t *testing.T) {
 		t.Error("told of the reserve more than once")
 	}
 }
+
+// A backend that cannot register host memory gets AllocHost instead.
+func TestSwapStoreRegisterFallsBack(t *testing.T) {
+	dev := newFakeDevice(testGran, testTotal)
+	s := newSwapStore(dev, swapStoreConfig{piece: testGran, limit: 8 * testGran, gran: testGran, register: true})
+	defer s.close()
+	slot, pinned, _, err := s.alloc(2 * testGran)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pinned != 2*testGran || dev.counts().host != 2*testGran {
+		t.Errorf("pinned %d bytes, %d allocated by AllocHost; want %d both", pinned, dev.counts().host, 2*testGran)
+	}
+	if s.register.Load() {
+		t.Error("still registering after the backend refused")
+	}
+	s.release(slot)
+}
