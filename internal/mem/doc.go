@@ -135,8 +135,10 @@
 // Evictions under way never outlive the eviction lock: a pass finishes them
 // before it lets go of it.
 //
-// Host swap memory is pinned (AllocHost: page-locked, so the copies are
-// asynchronous DMA) in pieces of at most Options.SwapPiece, kept for reuse,
+// Host swap memory is pinned (AllocHost, or with Options.SwapPinRegister
+// memory the store maps itself and has the backend register: page-locked
+// either way, so the copies are asynchronous DMA) in pieces of at most
+// Options.SwapPiece, kept for reuse,
 // and bounded by SwapLimit; an eviction that does not fit fails the
 // allocation that needed it with ErrOutOfMemory. An eviction enqueues its
 // whole chunk, run after run of the slot's blocks, on the eviction stream;
