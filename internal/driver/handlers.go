@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -528,12 +529,15 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch) error {
 	small := s.smallLaunch(cfg)
 	if small {
 		// The request frame is not ours to keep: join copies the parameters.
-		if lc := s.joinable; lc != nil && lc.st == so.st && lc.prog == k.prog && lc.join(k.fn, cfg, m.Params) {
+		if lc := s.joinable; lc != nil && lc.st == so.st && lc.join(k, cfg, m.Params) {
 			s.afterSubmit()
 			return nil
 		}
 	}
-	lc := &launchCmd{st: so.st, prog: k.prog, kdone: k.done}
+	lc := &launchCmd{st: so.st, progs: []*programObj{k.prog}}
+	if k.done != nil {
+		lc.kdones = []func(error){k.done}
+	}
 	lc.first = launchArgs{fn: k.fn, cfg: cfg, params: append(lc.inline[:0:len(lc.inline)], m.Params...)}
 	lc.Command = sched.Command{Kind: sched.Compute, Stream: so.st, Issue: lc.issue, Done: s.deferDone}
 	k.slicing.prepare(&lc.Command, so.st, cfg, lc.first.params)
@@ -585,22 +589,25 @@ func smallGrid(dev *backend.DeviceInfo) uint64 {
 }
 
 // launchCmd is one or more launches on one stream as the scheduler sees
-// them: one command. While the scheduler has not issued it, later launches
-// of the same session on the same stream and of the same program join it
-// (the session submitted nothing else in between), so a burst of small
-// launches pays the scheduler's work once per maxJoined launches. Each
-// launch is validated on its own before it joins. Issue launches them all,
-// in order; small parameter buffers are kept inline.
+// them: one command. While the scheduler has not issued it, later small
+// launches of the same session on the same stream join it (the session
+// submitted nothing else in between), so a burst of them pays the
+// scheduler's work once per maxJoined launches. Each launch is validated on
+// its own before it joins. Issue launches them all, in order; Done runs the
+// Done of each of their programs (the guard's check of its fault record).
+// Small parameter buffers are kept inline.
 type launchCmd struct {
 	sched.Command
 	st    backend.Stream
-	prog  *programObj // launches of one program share kdone
-	kdone func(error) // the kernel's Done (guard.go's guardDone), or nil
 	first launchArgs
 	mu    sync.Mutex
-	open  bool         // launches may still join: not issued or dropped
-	more  []launchArgs // joined launches
-	arena []byte       // their parameters
+	open  bool          // launches may still join: not issued or dropped
+	more  []launchArgs  // joined launches
+	arena []byte        // their parameters
+	progs []*programObj // the programs of the launches, each once
+	// kdones are their kernels' Done (guard.go's guardDone), one a program,
+	// those that have one.
+	kdones []func(error)
 	// inline holds the first launch's parameters when they fit.
 	inline [128]byte
 }
@@ -611,13 +618,19 @@ type launchArgs struct {
 	params []byte
 }
 
-// join adds a launch to the command if it has not been issued yet, copying
-// its parameters; false means it was, or is full: submit a new one.
-func (lc *launchCmd) join(fn backend.Function, cfg backend.LaunchConfig, params []byte) bool {
+// join adds a launch of k to the command if it has not been issued yet,
+// copying its parameters; false means it was, or is full: submit a new one.
+func (lc *launchCmd) join(k *kernelObj, cfg backend.LaunchConfig, params []byte) bool {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	if !lc.open || len(lc.more)+1 >= maxJoined {
 		return false
+	}
+	if !slices.Contains(lc.progs, k.prog) {
+		lc.progs = append(lc.progs, k.prog)
+		if k.done != nil {
+			lc.kdones = append(lc.kdones, k.done)
+		}
 	}
 	if lc.more == nil {
 		lc.more = make([]launchArgs, 0, maxJoined-1)
@@ -626,7 +639,7 @@ func (lc *launchCmd) join(fn backend.Function, cfg backend.LaunchConfig, params 
 	// A grown arena leaves the earlier launches' parameters where they were.
 	off := len(lc.arena)
 	lc.arena = append(lc.arena, params...)
-	lc.more = append(lc.more, launchArgs{fn: fn, cfg: cfg, params: lc.arena[off:len(lc.arena):len(lc.arena)]})
+	lc.more = append(lc.more, launchArgs{fn: k.fn, cfg: cfg, params: lc.arena[off:len(lc.arena):len(lc.arena)]})
 	return true
 }
 
@@ -654,16 +667,18 @@ func (lc *launchCmd) issue() error {
 }
 
 // finish is the command's Done: joining ends (a dropped command is never
-// issued), then the kernel's Done runs.
+// issued), then its programs' Done run (each keeps err for the session, as
+// deferError does).
 func (lc *launchCmd) finish(s *Session) func(error) {
 	return func(err error) {
 		defer s.launchDones.Done()
-		lc.close()
-		if lc.kdone != nil {
-			lc.kdone(err)
-			return
+		lc.close() // nothing joins from here: kdones stay as they are
+		if len(lc.kdones) == 0 {
+			s.deferError(err)
 		}
-		s.deferError(err)
+		for _, done := range lc.kdones {
+			done(err)
+		}
 	}
 }
 

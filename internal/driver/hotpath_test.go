@@ -153,7 +153,8 @@ type joinFixture struct {
 	t      *testing.T
 	rec    *recorder
 	s      *Session
-	kernel uint64
+	kernel uint64 // scale_copy
+	other  uint64 // scale_copy of a second copy of the program
 	buf    uint64
 	sms    uint32
 	frames [][]byte
@@ -182,21 +183,25 @@ func newJoinFixture(t *testing.T) *joinFixture {
 	f := &joinFixture{t: t, rec: rec, s: s, sms: uint32(td.d.info.SMCount)}
 	f.reset()
 	f.add(0, &v1.LoadProgram{Image: image, Name: "bench.ptx"})
+	f.add(0, &v1.LoadProgram{Image: image, Name: "bench2.ptx"})
 	f.add(0, &v1.CreateBuffer{Size: 4096})
 	sc := f.serve(nil)
 	p, ok1 := sc.replies[1].(*v1.ProgramLoaded)
-	b, ok2 := sc.replies[2].(*v1.BufferCreated)
-	if !ok1 || !ok2 {
+	p2, ok2 := sc.replies[2].(*v1.ProgramLoaded)
+	b, ok3 := sc.replies[3].(*v1.BufferCreated)
+	if !ok1 || !ok2 || !ok3 {
 		t.Fatalf("setup replies: %v", sc.replies)
 	}
 	f.reset()
 	f.add(0, &v1.GetKernel{Program: p.Handle, Name: "scale_copy"})
+	f.add(0, &v1.GetKernel{Program: p2.Handle, Name: "scale_copy"})
 	sc = f.serve(nil)
-	k, ok := sc.replies[1].(*v1.KernelInfo)
-	if !ok {
+	k, ok1 := sc.replies[1].(*v1.KernelInfo)
+	k2, ok2 := sc.replies[2].(*v1.KernelInfo)
+	if !ok1 || !ok2 {
 		t.Fatalf("get kernel: %v", sc.replies)
 	}
-	f.kernel, f.buf = k.Handle, b.Handle
+	f.kernel, f.other, f.buf = k.Handle, k2.Handle, b.Handle
 	f.reset()
 	return f
 }
@@ -224,10 +229,12 @@ func (f *joinFixture) serve(onSync func()) *script {
 
 // launch adds an asynchronous scale_copy launch (n = 0: no memory touched)
 // tagged tag, of blocks blocks on stream 0.
-func (f *joinFixture) launch(tag, blocks uint32) {
+func (f *joinFixture) launch(tag, blocks uint32) { f.launchOf(f.kernel, tag, blocks) }
+
+func (f *joinFixture) launchOf(kernel uint64, tag, blocks uint32) {
 	params := make([]byte, 28)
 	binary.LittleEndian.PutUint32(params[24:], tag)
-	f.add(v1.FlagNoReply, &v1.Launch{Kernel: f.kernel, Grid: [3]uint32{blocks, 1, 1}, Block: [3]uint32{32, 1, 1}, Params: params})
+	f.add(v1.FlagNoReply, &v1.Launch{Kernel: kernel, Grid: [3]uint32{blocks, 1, 1}, Block: [3]uint32{32, 1, 1}, Params: params})
 }
 
 // run serves the script, releasing the first launch once the script reaches
@@ -296,5 +303,31 @@ func TestLaunchJoinKeepsOrder(t *testing.T) {
 	// [0 1 2] [memset] [3] [4] [5 6 7]
 	if commands != 5 {
 		t.Errorf("%d commands, want 5", commands)
+	}
+}
+
+// Launches of kernels of different programs join one command too, in
+// order, and each program's guard checks its fault record when the command
+// completes: a clean run reports nothing.
+func TestLaunchesOfProgramsJoin(t *testing.T) {
+	f := newJoinFixture(t)
+	const n = 3 * maxJoined
+	for i := range n {
+		k := f.kernel
+		if i%3 == 1 {
+			k = f.other
+		}
+		f.launchOf(k, uint32(i), 1)
+	}
+	f.add(0, &v1.Synchronize{})
+	errs, commands := f.run()
+	if len(errs) != 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	if have, want := f.rec.entries(), launchTags(0, n); !slices.Equal(have, want) {
+		t.Errorf("device got\n%v\nwant\n%v", have, want)
+	}
+	if commands != 3 {
+		t.Errorf("%d launches went in %d commands, want 3", n, commands)
 	}
 }
