@@ -140,7 +140,7 @@ func BenchmarkRingLaunch(b *testing.B) {
 			launch := &v1.Launch{Kernel: k.Handle, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}
 			b.ReportAllocs()
 			b.ResetTimer()
-			start := time.Now()
+			start, cpu := time.Now(), cpuTime()
 			for range b.N {
 				if err := ts.rpc.Send(launch); err != nil {
 					b.Fatal(err)
@@ -148,6 +148,7 @@ func BenchmarkRingLaunch(b *testing.B) {
 			}
 			ts.must(&v1.Synchronize{}, nil)
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "launches/s")
+			reportCPU(b, cpu)
 		})
 	}
 }
