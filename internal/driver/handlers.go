@@ -534,9 +534,10 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch) error {
 			return nil
 		}
 	}
-	lc := &launchCmd{st: so.st, progs: []*programObj{k.prog}}
+	lc := &launchCmd{st: so.st}
+	lc.progs = append(lc.prog1[:0], k.prog)
 	if k.done != nil {
-		lc.kdones = []func(error){k.done}
+		lc.kdones = append(lc.kdone1[:0], k.done)
 	}
 	lc.first = launchArgs{fn: k.fn, cfg: cfg, params: append(lc.inline[:0:len(lc.inline)], m.Params...)}
 	lc.Command = sched.Command{Kind: sched.Compute, Stream: so.st, Issue: lc.issue, Done: s.deferDone}
@@ -608,8 +609,11 @@ type launchCmd struct {
 	// kdones are their kernels' Done (guard.go's guardDone), one a program,
 	// those that have one.
 	kdones []func(error)
-	// inline holds the first launch's parameters when they fit.
+	// inline holds the first launch's parameters when they fit; prog1 and
+	// kdone1 its program and Done (most commands have launches of one).
 	inline [128]byte
+	prog1  [1]*programObj
+	kdone1 [1]func(error)
 }
 
 type launchArgs struct {
