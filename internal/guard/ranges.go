@@ -111,6 +111,32 @@ type rstate struct {
 	lins []lin
 }
 
+// maxRels bounds the relational facts one state keeps.
+const maxRels = 64
+
+// addRel records x - y >= d, keeping one fact per pair (the stronger) and
+// the facts in order, so that joins stay linear and states compare equal.
+// A refinement inside a loop would otherwise add the same fact on every
+// pass, and each join multiply the copies (a cuSOLVER kernel took 16 GiB).
+func (s *rstate) addRel(r rel) {
+	for i := range s.rels {
+		if s.rels[i].x == r.x && s.rels[i].y == r.y {
+			s.rels[i].d = max(s.rels[i].d, r.d)
+			return
+		}
+	}
+	if len(s.rels) >= maxRels {
+		return // dropping a fact only loses precision
+	}
+	i := sort.Search(len(s.rels), func(i int) bool {
+		q := s.rels[i]
+		return q.x > r.x || (q.x == r.x && q.y > r.y)
+	})
+	s.rels = append(s.rels, rel{})
+	copy(s.rels[i+1:], s.rels[i:])
+	s.rels[i] = r
+}
+
 func (s *rstate) clone() *rstate {
 	n := &rstate{vals: make(map[string]aval, len(s.vals)), rels: append([]rel(nil), s.rels...), lins: append([]lin(nil), s.lins...)}
 	for k, v := range s.vals {
@@ -1043,7 +1069,7 @@ func (ra *rangeAnalysis) refine(st *rstate, setp *ptx.Instruction, holds bool) {
 	rx, okx := x.(*ptx.Reg)
 	ry, oky := y.(*ptx.Reg)
 	if okx && oky && !strings.Contains(rx.Name, ".") && !strings.Contains(ry.Name, ".") {
-		st.rels = append(st.rels, rel{x: ry.Name, y: rx.Name, d: strict})
+		st.addRel(rel{x: ry.Name, y: rx.Name, d: strict})
 	}
 }
 
@@ -1436,6 +1462,7 @@ func (ra *rangeAnalysis) joinStates(a, b *rstate) *rstate {
 			}
 		}
 	}
+	// Each state holds at most one fact per pair (addRel), in order.
 	for _, ra1 := range a.rels {
 		for _, rb := range b.rels {
 			if ra1.x == rb.x && ra1.y == rb.y {
