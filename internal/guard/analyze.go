@@ -234,7 +234,9 @@ func analyze(r *fnRewriter) *facts {
 			if !ok {
 				continue
 			}
-			if len(accs) > 1 || acc.size != nil || acc.hint || acc.space == spGeneric {
+			// Parameter loads are redirected one by one, never predicated
+			// (check.go), so their checks are not hoisted.
+			if len(accs) > 1 || acc.size != nil || acc.hint || acc.space == spGeneric || acc.space == spParam {
 				bad[b.Name] = true
 				continue
 			}

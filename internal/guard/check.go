@@ -42,7 +42,7 @@ func (r *fnRewriter) guardAccesses(in *ptx.Instruction, accs []access) ([]ptx.St
 	// block (same base, offset, width and guard) is reused.
 	var key cacheKey
 	keyed := false
-	if len(accs) == 1 && accs[0].size == nil {
+	if len(accs) == 1 && accs[0].size == nil && accs[0].space != spParam {
 		if a, ok := in.Operands[accs[0].op].(*ptx.Address); ok {
 			if b, ok := a.Base.(*ptx.Reg); ok {
 				key = cacheKey{space: accs[0].space, base: b.Name, off: a.Offset, width: accs[0].width,
@@ -63,7 +63,7 @@ func (r *fnRewriter) guardAccesses(in *ptx.Instruction, accs []access) ([]ptx.St
 		st.ProvenShape++
 		return append(out, in), nil
 	}
-	if len(accs) == 1 {
+	if len(accs) == 1 && accs[0].space != spParam { // parameter loads are redirected, never predicated (below)
 		if a, ok := in.Operands[accs[0].op].(*ptx.Address); ok {
 			if b, ok := a.Base.(*ptx.Reg); ok {
 				if h := r.facts.hoistedFor(b.Name); h != nil {
@@ -157,9 +157,38 @@ func (r *fnRewriter) guardAccesses(in *ptx.Instruction, accs []access) ([]ptx.St
 		window := len(pieces) == 1 && pieces[0].acc.space == spGlobal && pieces[0].acc.size == nil
 		out = append(out, r.record(pieces[0].rec, pieces[0].rec32, window, bad)...)
 	}
+	if len(pieces) == 1 && pieces[0].acc.space == spParam {
+		// A parameter load through a register is not predicated but
+		// redirected: it reads a parameter of its own width when the check
+		// fails. ptxas treats parameter loads as loads of the constant bank,
+		// which cannot fault, and may execute them ahead of their predicate:
+		// predicated, a misaligned index took the shared context down on the
+		// H100 (run 8, param_register_oob: CUDA_ERROR_MISALIGNED_ADDRESS).
+		// The value read is the kernel's own parameter, so nothing leaks.
+		pc := pieces[0]
+		fb := r.paramFallback(pc.acc.width)
+		if fb == nil || pc.rec32 {
+			return nil, refuse(r.f.Name, in, "parameter load through a register address of %d bytes: no parameter of that size and alignment to read instead; refused", pc.acc.width)
+		}
+		safe := r.q()
+		out = append(out, ins("mov.u64", safe, &ptx.Symbol{Name: fb.Name}), ins("selp.b64", safe, pc.rec, safe, ok))
+		in.Operands[pc.acc.op] = addr(safe, 0)
+		return append(out, in), nil
+	}
 	out = append(out, r.zero(in, bad)...)
 	in.Guard = &ptx.Guard{Reg: ok}
 	return append(out, in), nil
+}
+
+// paramFallback is a kernel parameter at least width bytes long whose
+// address is aligned to width (its alignment is at least width), or nil.
+func (r *fnRewriter) paramFallback(width int) *ptx.Var {
+	for _, p := range r.f.Params {
+		if p.Space == ptx.SpaceParam && p.Size() >= width && p.Alignment() >= width && p.Alignment()%width == 0 {
+			return p
+		}
+	}
+	return nil
 }
 
 // conj evaluates comparisons into a predicate (ANDed onto init, if any).
