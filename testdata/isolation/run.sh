@@ -4,11 +4,7 @@
 # an attacker launches every kernel of testdata/guard/attacks at it, one
 # process each. Passes when every attack is stopped, the victim's data never
 # changes, its kernels stay correct, and the driver process (the one CUDA
-# context both share) never restarts. One attack may complete: loop_computed
-# walks 48 MiB up from the attacker's own buffer, which leaves a small window
-# (the interpreter's and the daemon tests catch it there) but stays inside
-# the 1 GiB every session gets here, in memory that is the attacker's own or
-# the sink; nothing of it reaches the victim, whose data is checked anyway.
+# context both share) never restarts.
 #
 #   testdata/isolation/run.sh BIN OUT      (from the repository root)
 #
@@ -46,14 +42,11 @@ ADDR=$(cat "$CTL/victim.addr")
 drivers() { ps -eo pid,args | awk -v bin="$BIN/gpuos" '$2 == bin && $3 == "driver" {print $1}' | sort | tr '\n' ' '; }
 drivers_before=$(drivers)
 
-CONTAINED=" loop_computed "
-stopped=0 total=0 escaped=0
+stopped=0 total=0
 for f in "$REPO"/testdata/guard/attacks/*.ptx; do
 	total=$((total + 1))
 	if run attacker -- "$OUT/attacker" "$f" "$ADDR" >> "$OUT/attacker.log" 2>&1; then
 		stopped=$((stopped + 1))
-	elif [[ $CONTAINED != *" $(basename "$f" .ptx) "* ]]; then
-		escaped=$((escaped + 1))
 	fi
 done
 "$BIN/gpuos" ps --socket "$SOCK" > "$OUT/ps-after.txt" 2>&1
@@ -64,6 +57,6 @@ drivers_after=$(drivers)
 grep -E "^attacker:" "$OUT/attacker.log"
 tail -2 "$OUT/victim.log"
 echo "violations audited: $(grep -c '"kind":"violation"' "$OUT/audit.jsonl")"
-echo "attacks stopped: $stopped of $total ($escaped not stopped that leave the attacker's window); victim exit $victim_rc; driver processes before/after the attacks: $drivers_before/ $drivers_after"
-[ "$escaped" = 0 ] && [ "$victim_rc" = 0 ] && [ -n "$drivers_before" ] && [ "$drivers_before" = "$drivers_after" ] && { echo "PASS isolation"; exit 0; }
+echo "attacks stopped: $stopped of $total; victim exit $victim_rc; driver processes before/after the attacks: $drivers_before/ $drivers_after"
+[ "$stopped" = "$total" ] && [ "$victim_rc" = 0 ] && [ -n "$drivers_before" ] && [ "$drivers_before" = "$drivers_after" ] && { echo "PASS isolation"; exit 0; }
 echo "FAIL isolation"; exit 1
