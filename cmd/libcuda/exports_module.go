@@ -174,7 +174,7 @@ func libraryOptions(name string, opts *uint32, vals *unsafe.Pointer, n uint32) (
 	if n == 0 {
 		return shim.LibraryOptions{}, cu.CUDA_SUCCESS
 	}
-	if opts == nil || vals == nil || n > 64 {
+	if opts == nil || n > 64 {
 		return shim.LibraryOptions{}, cu.CUDA_ERROR_INVALID_VALUE
 	}
 	ops := make([]cu.CUlibraryOption, n)
@@ -182,8 +182,13 @@ func libraryOptions(name string, opts *uint32, vals *unsafe.Pointer, n uint32) (
 	for i, o := range unsafe.Slice(opts, n) {
 		ops[i] = cu.CUlibraryOption(o)
 	}
-	for i, v := range unsafe.Slice(vals, n) {
-		vs[i] = uintptr(v)
+	// No values: each option's is 0. cuBLAS 13 passes one option and a NULL
+	// value array, which the real driver accepts (run 8: gpuos answered
+	// CUDA_ERROR_INVALID_VALUE and cuBLAS failed to create its handle).
+	if vals != nil {
+		for i, v := range unsafe.Slice(vals, n) {
+			vs[i] = uintptr(v)
+		}
 	}
 	o, r := shim.ParseLibraryOptions(ops, vs)
 	if drv.Log().Tracing(shim.TraceCalls) {

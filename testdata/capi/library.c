@@ -182,6 +182,11 @@ int main(int argc, char **argv)
     CHECK(cuLibraryGetKernel(&k2, lib, "vecadd"));
     ASSERT(k == k2, "two lookups gave %p and %p", (void *)k, (void *)k2);
     EXPECT(cuLibraryGetKernel(&k2, lib, "nope"), CUDA_ERROR_NOT_FOUND);
+    /* One library option and no value array, as cuBLAS 13 loads its kernels. */
+    CUlibrary lib2;
+    CUlibraryOption preserved = CU_LIBRARY_BINARY_IS_PRESERVED;
+    EXPECT(cuLibraryLoadData(&lib2, fat, NULL, NULL, 0, &preserved, NULL, 1), CUDA_SUCCESS);
+    CHECK(cuLibraryUnload(lib2));
     vecadd_check((CUfunction)k, "launched as a CUkernel");
     CHECK(cuKernelGetFunction(&f, k));
     vecadd_check(f, "through cuKernelGetFunction");
