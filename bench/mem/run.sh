@@ -13,8 +13,8 @@
 # (16GiB), EACH (8GiB), BUFFER (1GiB), PASSES (4), PIPE (256MiB), COPY
 # (256MiB), SIMMEM (the software GPU's memory), SERVE_FLAGS (more flags for
 # the swap run's daemon, e.g. "--min-residency 20ms"; the daemon also sees the
-# environment: GPUOS_SWAP_PIN=register pins swap memory with
-# cuMemHostRegister instead of cuMemHostAlloc), OUT (where logs, the
+# environment: GPUOS_SWAP_PIN=alloc pins swap memory with cuMemHostAlloc
+# instead of cuMemHostRegister), OUT (where logs, the
 # audit log and results.jsonl go: $OUT if set, as the device tool sets it,
 # else /tmp/membench).
 set -u
