@@ -133,7 +133,11 @@
 // the host runs while this chunk is remapped and copied back: the eviction
 // stream does not wait for the host, and copies in both directions overlap.
 // Evictions under way never outlive the eviction lock: a pass finishes them
-// before it lets go of it.
+// before it lets go of it. On the lent H100 (run 8) remapping a GiB took
+// about 1 ms with no copy in flight and about 17 ms with swap-in copies in
+// flight: the driver's VMM calls wait for the device's copies, so a pass's
+// remaps cannot hide behind its copies, and a pass moving 8 GiB each way
+// took about 210 ms (80 GB/s of both directions together).
 //
 // Host swap memory is pinned (AllocHost, or with Options.SwapPinRegister
 // memory the store maps itself and has the backend register: page-locked
