@@ -26,6 +26,10 @@ type facts struct {
 	// proven are the shared accesses the range analysis proved in bounds
 	// (ranges.go): statically, or in the fast variant under its entry check.
 	proven map[*ptx.Instruction]bool
+	// paramAt are parameter loads through a register that holds exactly a
+	// kernel parameter's address plus a constant (mov.b64 %rd, p; [%rd+8]),
+	// inside the parameter and aligned: the address the access becomes.
+	paramAt map[*ptx.Instruction]*ptx.Address
 	// inLoop are the instructions that may run more than once per call
 	// (an over-approximation: everything when the flow is not resolved).
 	inLoop map[*ptx.Instruction]bool
@@ -90,6 +94,15 @@ func (h *hoisted) mergedCheck(ks []int) (hcheck, bool) {
 		return hcheck{}, false
 	}
 	return hcheck{off: lo, width: int(end - lo), align: al}, true
+}
+
+// paramLoad returns the named address a parameter load through a register
+// becomes (see paramAliases), or nil.
+func (f *facts) paramLoad(in *ptx.Instruction) *ptx.Address {
+	if f == nil {
+		return nil
+	}
+	return f.paramAt[in]
 }
 
 // provenAt reports whether in's shared access needs no check (ranges.go).
@@ -211,6 +224,7 @@ func analyze(r *fnRewriter) *facts {
 		}
 	}
 	shadowed := shadowedRegs(r.f.Body)
+	f.paramAt = paramAliases(r, nodes, cfg, defs, shadowed)
 
 	// Memory uses of registers as bases.
 	type use struct {
@@ -222,7 +236,7 @@ func analyze(r *fnRewriter) *facts {
 	bad := map[string]bool{}
 	for i, n := range nodes {
 		accs, err := accessesOf(r.f.Name, n.in)
-		if err != nil || len(accs) == 0 || f.provenAt(n.in) {
+		if err != nil || len(accs) == 0 || f.provenAt(n.in) || f.paramAt[n.in] != nil {
 			continue
 		}
 		for _, acc := range accs {
@@ -612,4 +626,96 @@ func containsInt(xs []int, x int) bool {
 		}
 	}
 	return false
+}
+
+// paramAliases finds the parameter loads whose register address is exactly
+// a kernel parameter's address plus a constant: the register has one
+// definition, an unguarded mov of the parameter (or of such a register)
+// or an add of a constant to such a register, each definition dominating
+// the next and the last dominating the access, so the register holds that
+// value wherever the access runs. nvcc leaves such loads of struct
+// parameters in cuBLAS (mov.b64 %rd7, p; mov.u64 %rd1, %rd7; ld.param
+// [%rd1+16]); inside the parameter they need no check.
+func paramAliases(r *fnRewriter, nodes []flowNode, cfg *flow, defs map[string][]int, shadowed map[string]bool) map[*ptx.Instruction]*ptx.Address {
+	out := map[*ptx.Instruction]*ptx.Address{}
+	if !r.f.Entry || cfg.unresolved {
+		return out
+	}
+	params := map[string]*ptx.Var{}
+	for _, p := range r.f.Params {
+		params[p.Name] = p
+	}
+	type alias struct {
+		param string
+		off   int64
+		def   int
+		ok    bool
+	}
+	memo := map[string]alias{}
+	var resolve func(reg string, depth int) alias
+	resolve = func(reg string, depth int) alias {
+		if a, done := memo[reg]; done {
+			return a
+		}
+		var a alias
+		memo[reg] = a // cycles resolve to nothing
+		if depth == 0 || shadowed[reg] || len(defs[reg]) != 1 {
+			return a
+		}
+		d := defs[reg][0]
+		in := nodes[d].in
+		if in.Guard != nil || !definesOnly(in, reg) || len(in.Operands) < 2 {
+			return a
+		}
+		from := func(o ptx.Operand) alias {
+			switch o := o.(type) {
+			case *ptx.Symbol:
+				if p := params[o.Name]; p != nil && !o.Generic {
+					return alias{param: o.Name, off: o.Offset, def: d, ok: true}
+				}
+			case *ptx.Reg:
+				if b := resolve(o.Name, depth-1); b.ok && cfg.dominates(b.def, d) {
+					return alias{param: b.param, off: b.off, def: d, ok: true}
+				}
+			}
+			return alias{}
+		}
+		switch {
+		case in.Opcode == "mov" && len(in.Operands) == 2:
+			a = from(in.Operands[1])
+		case in.Opcode == "add" && len(in.Operands) == 3 && in.Type().Bits() == 64:
+			if k, isInt := in.Operands[2].(*ptx.Int); isInt && k.Value > -(1<<20) && k.Value < 1<<20 {
+				if a = from(in.Operands[1]); a.ok {
+					a.off += k.Value
+				}
+			}
+		}
+		memo[reg] = a
+		return a
+	}
+	for i, n := range nodes {
+		in := n.in
+		if in.Opcode != "ld" || in.StateSpace() != ptx.SpaceParam || len(in.Operands) < 2 || in.Guard != nil {
+			continue
+		}
+		ad, ok := in.Operands[1].(*ptx.Address)
+		if !ok {
+			continue
+		}
+		b, ok := ad.Base.(*ptx.Reg)
+		if !ok {
+			continue
+		}
+		a := resolve(b.Name, 8)
+		if !a.ok || !cfg.dominates(a.def, i) {
+			continue
+		}
+		p := params[a.param]
+		off, w := a.off+ad.Offset, int64(in.AccessSize())
+		if w <= 0 || off < 0 || off+w > int64(p.Size()) || off%w != 0 || int64(p.Alignment()) < w {
+			continue
+		}
+		out[in] = &ptx.Address{Base: &ptx.Symbol{Name: a.param}, Offset: off}
+	}
+	return out
 }

@@ -51,6 +51,14 @@ func (r *fnRewriter) guardAccesses(in *ptx.Instruction, accs []access) ([]ptx.St
 			}
 		}
 	}
+	if pa := r.facts.paramLoad(in); pa != nil && len(accs) == 1 && accs[0].space == spParam {
+		// The register holds exactly a parameter's address plus a
+		// constant: the load becomes the named access it is.
+		in.Operands[accs[0].op] = pa
+		st.Accesses++
+		st.Proven++
+		return append(out, in), nil
+	}
 	for _, acc := range accs {
 		// A device function's parameters have no .param address of their
 		// own (PTX: taking one's address puts it on the stack, in .local).

@@ -108,6 +108,8 @@ func TestFormsChecked(t *testing.T) {
 		{name: "a load in a loop: its destination zeroed unpredicated, then the predicated load", decls: ".shared .align 4 .b8 s[1024];",
 			body: "mov.u32 %r3, s;\nL1:\nld.global.u32 %r2, [%rd1];\nadd.s32 %r4, %r3, %r2;\nld.shared.u32 %r5, [%r4];\nsetp.ne.u32 %p1, %r5, 0;\n@%p1 bra L1;",
 			want: []string{"\tmov.b32 \t%r2, 0;", "ld.global.u32 \t%r2", "\tmov.b32 \t%r5, 0;", "ld.shared.u32 \t%r5, [%r4]"}, checked: 2},
+		{name: "a parameter's address moved through registers, loaded at a constant offset inside it: no check", body: "mov.b64 %rd2, p;\nmov.u64 %rd3, %rd2;\nadd.s64 %rd4, %rd3, 4;\nld.param.u32 %r2, [%rd4];",
+			want: []string{"ld.param.u32 \t%r2, [p+4]"}, checked: 0},
 		{name: "parameter through a register: inside the kernel's parameters", body: "mov.u64 %rd2, p;\nmul.wide.u32 %rd3, %r1, 4;\nadd.s64 %rd4, %rd2, %rd3;\nld.param.u32 %r2, [%rd4+4];",
 			want: []string{"mov.u64 \t%gdq", ", p;", "min.u64", "max.u64", "sub.u64", "setp.lt.u64", "selp.b64", "ld.param.u32 \t%r2, [%gdq"}, checked: 1},
 		{name: "computed in a loop: checked per access", body: "mov.u64 %rd2, %rd1;\nL1:\nst.global.u32 [%rd2], %r1;\nadd.s64 %rd2, %rd2, 4;\nsetp.lt.u64 %p1, %rd2, 100;\n@%p1 bra L1;",
