@@ -42,7 +42,10 @@
 //   - .param through a register (a kernel reading its parameters at a
 //     computed index: mov.u64 %rd, p; ld.param [%rd+off]): inside the
 //     kernel's parameters, [lowest parameter address, highest end), computed
-//     from the parameters' addresses (constants to ptxas), and aligned.
+//     from the parameters' addresses (constants to ptxas), and aligned. A
+//     register that provably holds one parameter's address plus a constant
+//     (single dominating mov/add-immediate definitions) is rewritten to the
+//     named access, proven at load time when inside the parameter.
 //   - bulk copies (cp.async.bulk, cp.reduce.async.bulk, and the L2 prefetch):
 //     source and destination, [addr, addr+size), size a nonzero multiple of
 //     16, addr 16-aligned; their mbarrier operand like any shared access.
