@@ -55,7 +55,7 @@ func cubinKernels(data []byte) (names []string, ok bool) {
 			names, ok = nil, false
 		}
 	}()
-	f, err := elf.NewFile(bytes.NewReader(data))
+	f, err := fatbin.NewELFFile(data)
 	if err != nil {
 		return nil, false
 	}

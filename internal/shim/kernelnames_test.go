@@ -9,6 +9,8 @@ func TestImageKernels(t *testing.T) {
 	fat := readTestdata(t, "fatbin/vecadd.fatbin")
 	zfat := readTestdata(t, "fatbin/vecadd.compressed.fatbin")
 	cubin := readTestdata(t, "fatbin/vecadd.sm_90.cubin")
+	versioned := append([]byte(nil), cubin...)
+	versioned[20] = 123 // e_version holding a CUDA version, as cuBLAS 13's cubins do
 	for _, tc := range []struct {
 		name         string
 		image        []byte
@@ -24,6 +26,7 @@ func TestImageKernels(t *testing.T) {
 		{"fat binary with nothing for the device", fat, 7, 5, nil, false},
 		{"compressed fat binary, PTX for a newer device", zfat, 8, 6, []string{"vecadd"}, true},
 		{"cubin", cubin, 9, 0, []string{"vecadd"}, true},
+		{"cubin with a CUDA version in e_version", versioned, 9, 0, []string{"vecadd"}, true},
 		{"truncated cubin", cubin[:100], 9, 0, nil, false},
 		{"neither", []byte("hello"), 9, 0, nil, false},
 	} {

@@ -55,7 +55,7 @@ func imageForDriver(image []byte) ([]byte, error) {
 // checkELF checks that an ELF's section and program headers, and the data
 // they describe, lie inside it.
 func checkELF(image []byte) error {
-	f, err := elf.NewFile(bytes.NewReader(image))
+	f, err := fatbin.NewELFFile(image)
 	if err != nil {
 		return err
 	}

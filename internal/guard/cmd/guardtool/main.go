@@ -13,7 +13,6 @@ package main
 
 import (
 	"bytes"
-	"debug/elf"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -235,7 +234,7 @@ func cmdFatbin(args []string) error {
 		return err
 	}
 	if fatbin.IsELF(data) {
-		f, err := elf.NewFile(bytes.NewReader(data))
+		f, err := fatbin.NewELFFile(data)
 		if err != nil {
 			return err
 		}
