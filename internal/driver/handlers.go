@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -529,12 +531,12 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch) error {
 	small := s.smallLaunch(cfg)
 	if small {
 		// The request frame is not ours to keep: join copies the parameters.
-		if lc := s.joinable; lc != nil && lc.st == so.st && lc.join(k, cfg, m.Params) {
+		if lc := s.joinable; lc != nil && lc.st == so.st && lc.join(k, cfg, m.Params, s.joinLimit()) {
 			s.afterSubmit()
 			return nil
 		}
 	}
-	lc := &launchCmd{st: so.st}
+	lc := &launchCmd{s: s, st: so.st}
 	lc.progs = append(lc.prog1[:0], k.prog)
 	if k.done != nil {
 		lc.kdones = append(lc.kdone1[:0], k.done)
@@ -558,13 +560,46 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch) error {
 	return nil
 }
 
-// maxJoined bounds the launches one scheduled command carries: enough that
-// the scheduler's work per command (a few µs on the lent H100, with the
-// hand-offs between goroutines) weighs little next to the launches' own
-// (cuLaunchKernel, about 3 µs each), few enough that issuing a command
-// holds the dispatcher, which every tenant's work waits for, a short time
-// (8 launches, about 25 µs).
-const maxJoined = 8
+// Launches a command carries. Joining spares the scheduler's work per
+// command (a few µs on the lent H100), but the scheduler charges a burst of
+// small launches about the time it takes to issue them, and a command it
+// estimates at 20 µs or more gets a completion event of its own (an event
+// recorded, waited for and measured, about 11-14 µs per event on the H100 by
+// runs 7 and 8), where cheaper ones share one per 16 commands. Eight
+// launches a command (about 27 µs to issue) cost an event every eight
+// launches and were slower than one (the shim's launch benchmark) or barely
+// faster (gpuos bench); four stay under joinTarget and cost one event per
+// 64 launches.
+const (
+	defaultJoin = 4
+	maxJoined   = 8 // what $GPUOS_LAUNCH_JOIN may ask for
+	joinTarget  = 15 * time.Microsecond
+)
+
+// joinEnv ($GPUOS_LAUNCH_JOIN, 1 to maxJoined) fixes how many launches a
+// command may carry (1: none joined), for measuring on a GPU.
+const joinEnv = "GPUOS_LAUNCH_JOIN"
+
+var fixedJoin = sync.OnceValue(func() int {
+	n, err := strconv.Atoi(os.Getenv(joinEnv))
+	if err != nil || n < 1 {
+		return 0
+	}
+	return min(n, maxJoined)
+})
+
+// joinLimit is how many launches a new command may carry now: defaultJoin,
+// fewer if the session's launches take longer to issue (measured by issue)
+// than joinTarget allows.
+func (s *Session) joinLimit() int {
+	if s.joinFixed > 0 {
+		return s.joinFixed
+	}
+	if per := s.issueNs.Load(); per > 0 {
+		return int(min(max(int64(joinTarget)/per, 1), defaultJoin))
+	}
+	return defaultJoin
+}
 
 // smallLaunch reports whether a launch may share a scheduled command with
 // the launches around it: its grid fits on the device at once (at most one
@@ -593,12 +628,13 @@ func smallGrid(dev *backend.DeviceInfo) uint64 {
 // them: one command. While the scheduler has not issued it, later small
 // launches of the same session on the same stream join it (the session
 // submitted nothing else in between), so a burst of them pays the
-// scheduler's work once per maxJoined launches. Each launch is validated on
+// scheduler's work once per command (joinLimit launches). Each launch is validated on
 // its own before it joins. Issue launches them all, in order; Done runs the
 // Done of each of their programs (the guard's check of its fault record).
 // Small parameter buffers are kept inline.
 type launchCmd struct {
 	sched.Command
+	s     *Session
 	st    backend.Stream
 	first launchArgs
 	mu    sync.Mutex
@@ -622,12 +658,13 @@ type launchArgs struct {
 	params []byte
 }
 
-// join adds a launch of k to the command if it has not been issued yet,
-// copying its parameters; false means it was, or is full: submit a new one.
-func (lc *launchCmd) join(k *kernelObj, cfg backend.LaunchConfig, params []byte) bool {
+// join adds a launch of k to the command if it has not been issued yet and
+// carries fewer than limit, copying its parameters; false means it was, or
+// is full: submit a new one.
+func (lc *launchCmd) join(k *kernelObj, cfg backend.LaunchConfig, params []byte, limit int) bool {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	if !lc.open || len(lc.more)+1 >= maxJoined {
+	if !lc.open || len(lc.more)+1 >= limit {
 		return false
 	}
 	if !slices.Contains(lc.progs, k.prog) {
@@ -637,8 +674,8 @@ func (lc *launchCmd) join(k *kernelObj, cfg backend.LaunchConfig, params []byte)
 		}
 	}
 	if lc.more == nil {
-		lc.more = make([]launchArgs, 0, maxJoined-1)
-		lc.arena = make([]byte, 0, (maxJoined-1)*len(params))
+		lc.more = make([]launchArgs, 0, limit-1)
+		lc.arena = make([]byte, 0, (limit-1)*len(params))
 	}
 	// A grown arena leaves the earlier launches' parameters where they were.
 	off := len(lc.arena)
@@ -660,6 +697,7 @@ func (lc *launchCmd) close() []launchArgs {
 // is the command's.
 func (lc *launchCmd) issue() error {
 	more := lc.close()
+	start := time.Now()
 	err := lc.st.Launch(lc.first.fn, lc.first.cfg, lc.first.params)
 	for i := range more {
 		a := &more[i]
@@ -667,7 +705,19 @@ func (lc *launchCmd) issue() error {
 			err = lerr
 		}
 	}
+	lc.s.noteIssue(time.Since(start), 1+len(more))
 	return err
+}
+
+// noteIssue keeps a moving average of the time one launch takes to issue.
+// One goroutine at a time issues (the scheduler's dispatch token); the
+// serving goroutine reads it.
+func (s *Session) noteIssue(d time.Duration, launches int) {
+	per := max(int64(d)/int64(launches), 1)
+	if old := s.issueNs.Load(); old > 0 {
+		per = old + (per-old)/8
+	}
+	s.issueNs.Store(per)
 }
 
 // finish is the command's Done: joining ends (a dropped command is never

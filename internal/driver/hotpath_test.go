@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/backend"
@@ -180,6 +181,7 @@ func newJoinFixture(t *testing.T) *joinFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.joinFixed = maxJoined // not what the first, held launch says of the sim's speed
 	f := &joinFixture{t: t, rec: rec, s: s, sms: uint32(td.d.info.SMCount)}
 	f.reset()
 	f.add(0, &v1.LoadProgram{Image: image, Name: "bench.ptx"})
@@ -329,5 +331,40 @@ func TestLaunchesOfProgramsJoin(t *testing.T) {
 	}
 	if commands != 3 {
 		t.Errorf("%d launches went in %d commands, want 3", n, commands)
+	}
+}
+
+func TestJoinLimit(t *testing.T) {
+	for _, c := range []struct {
+		fixed   int
+		issueNs int64
+		want    int
+	}{
+		{0, 0, defaultJoin},           // nothing measured yet
+		{0, 100, defaultJoin},         // fast launches: the default
+		{0, 3400, 4},                  // the lent H100: 4 launches take 13.6 µs
+		{0, 5000, 3},                  // slower ones: fewer, to stay under joinTarget
+		{0, int64(joinTarget) * 2, 1}, // very slow: none joined
+		{6, 5000, 6},                  // $GPUOS_LAUNCH_JOIN decides
+		{1, 100, 1},                   // joining off
+	} {
+		s := &Session{joinFixed: c.fixed}
+		s.issueNs.Store(c.issueNs)
+		if have := s.joinLimit(); have != c.want {
+			t.Errorf("fixed %d, %d ns a launch: limit %d, want %d", c.fixed, c.issueNs, have, c.want)
+		}
+	}
+}
+
+// noteIssue keeps a moving average of the time a launch takes to issue.
+func TestNoteIssue(t *testing.T) {
+	s := &Session{}
+	s.noteIssue(8*time.Microsecond, 2)
+	if have := s.issueNs.Load(); have != 4000 {
+		t.Fatalf("first measurement %d ns, want 4000", have)
+	}
+	s.noteIssue(12*time.Microsecond, 1)
+	if have := s.issueNs.Load(); have != 5000 {
+		t.Fatalf("after a 12 µs launch %d ns, want 5000 (an eighth of the way)", have)
 	}
 }

@@ -44,6 +44,8 @@ type Session struct {
 	globals  map[uint64]globalRange         // module globals looked up, by address
 	state    string
 
+	issueNs atomic.Int64 // moving average of the time a launch takes to issue (noteIssue)
+
 	launches, copies, copyBytes, violations atomic.Uint64
 	guard                                   sessionGuard // guarded programs and revocation (guard.go)
 	auditLimit                              rateLimit
@@ -57,6 +59,7 @@ type Session struct {
 	batch       bool             // the request is part of a burst: submit Batched
 	joinable    *launchCmd       // the last command submitted, if launches may still join it
 	joinBlocks  uint64           // the largest grid (in blocks) of a launch that may join others
+	joinFixed   int              // launches a command may carry, if fixed ($GPUOS_LAUNCH_JOIN); 0: joinLimit decides
 	syncStreams []backend.Stream // settle's scratch
 }
 
@@ -83,7 +86,7 @@ func (d *Driver) newSession(p *v1.AttachSession, t *tenantState) (*Session, erro
 		state:   "active",
 	}
 	s.deferDone = s.deferError
-	s.joinBlocks = smallGrid(&d.info)
+	s.joinBlocks, s.joinFixed = smallGrid(&d.info), fixedJoin()
 	if s.queue, err = d.sched.NewQueue(d.queueParams(s)); err != nil {
 		w.Close()
 		lg.Close()
