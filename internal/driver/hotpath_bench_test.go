@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/backend"
+	"github.com/gpuos/gpuos/internal/backend/auto"
 	"github.com/gpuos/gpuos/internal/backend/sim"
 	"github.com/gpuos/gpuos/internal/ring"
 	"github.com/gpuos/gpuos/internal/wire"
@@ -77,18 +78,50 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// reportCPU reports the CPU time per operation since start, less the time
-// the null launches were told to spin (launchCost): the driver's own share.
-func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64((cpuTime()-start-time.Duration(b.N)*launchCost).Nanoseconds())/float64(b.N), "cpu-ns/op")
+// reportCPU reports the CPU time per operation since start; for the null
+// backend, less the time its launches were told to spin (launchCost): the
+// driver's own share.
+func reportCPU(b *testing.B, start time.Duration, mode string) {
+	spun := time.Duration(0)
+	if mode == "null" {
+		spun = time.Duration(b.N) * launchCost
+	}
+	b.ReportMetric(float64((cpuTime()-start-spun).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
-func benchBackend(null bool) backend.Backend {
-	be := backend.Backend(sim.New(sim.Options{Memory: 256 << 20}))
-	if null {
-		be = nullLaunch{be}
+// benchEnv names another backend to run the benchmarks on besides the sim
+// ones, e.g. cuda on the lent GPU (GPUOS_BENCH_BACKEND=cuda ./driver.test
+// -test.bench 'ServeLaunch|DirectLaunch'): the driver's launch path with
+// real cuLaunchKernel calls, without the client and the rings, next to the
+// same launches made directly in the same process.
+const benchEnv = "GPUOS_BENCH_BACKEND"
+
+// benchModes are the backends the benchmarks run on: the software GPU, the
+// null variant of it, and $GPUOS_BENCH_BACKEND if set.
+var benchModes = func() []string {
+	m := []string{"sim", "null"}
+	if b := os.Getenv(benchEnv); b != "" && b != "sim" && b != "null" {
+		m = append(m, b)
 	}
-	return be
+	return m
+}()
+
+// benchBackend returns the backend of a mode, skipping the benchmark if it
+// cannot be had.
+func benchBackend(tb testing.TB, mode string) backend.Backend {
+	switch mode {
+	case "sim", "null":
+		be := backend.Backend(sim.New(sim.Options{Memory: 256 << 20}))
+		if mode == "null" {
+			be = nullLaunch{be}
+		}
+		return be
+	}
+	c, err := auto.Open(mode, auto.Options{})
+	if err != nil {
+		tb.Skipf("backend %s: %v", mode, err)
+	}
+	return c.Backend
 }
 
 // emptyKernel loads bench.ptx's empty kernel (guarded, as a guarded tenant's).
@@ -124,17 +157,12 @@ func (ts *testSession) useRings() {
 	}
 }
 
-var benchModes = []struct {
-	name string
-	null bool
-}{{"sim", false}, {"null", true}}
-
 // BenchmarkRingLaunch: asynchronous empty launches from a client over rings,
 // then one synchronize (what `gpuos bench` measures first).
 func BenchmarkRingLaunch(b *testing.B) {
 	for _, m := range benchModes {
-		b.Run(m.name, func(b *testing.B) {
-			ts := newDriverOn(b, benchBackend(m.null), Options{}).session("bench", 0)
+		b.Run(m, func(b *testing.B) {
+			ts := newDriverOn(b, benchBackend(b, m), Options{}).session("bench", 0)
 			k := ts.emptyKernel()
 			ts.useRings()
 			launch := &v1.Launch{Kernel: k.Handle, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}
@@ -148,7 +176,7 @@ func BenchmarkRingLaunch(b *testing.B) {
 			}
 			ts.must(&v1.Synchronize{}, nil)
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "launches/s")
-			reportCPU(b, cpu)
+			reportCPU(b, cpu, m)
 		})
 	}
 }
@@ -156,8 +184,8 @@ func BenchmarkRingLaunch(b *testing.B) {
 // BenchmarkRingLaunchSync: one launch and a synchronize over rings.
 func BenchmarkRingLaunchSync(b *testing.B) {
 	for _, m := range benchModes {
-		b.Run(m.name, func(b *testing.B) {
-			ts := newDriverOn(b, benchBackend(m.null), Options{}).session("bench", 0)
+		b.Run(m, func(b *testing.B) {
+			ts := newDriverOn(b, benchBackend(b, m), Options{}).session("bench", 0)
 			k := ts.emptyKernel()
 			ts.useRings()
 			launch := &v1.Launch{Kernel: k.Handle, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}
@@ -176,8 +204,8 @@ func BenchmarkRingLaunchSync(b *testing.B) {
 // BenchmarkRingSmallWrite: a 64-byte synchronous write to a buffer over rings.
 func BenchmarkRingSmallWrite(b *testing.B) {
 	for _, m := range benchModes {
-		b.Run(m.name, func(b *testing.B) {
-			ts := newDriverOn(b, benchBackend(m.null), Options{}).session("bench", 0)
+		b.Run(m, func(b *testing.B) {
+			ts := newDriverOn(b, benchBackend(b, m), Options{}).session("bench", 0)
 			buf := ts.buffer(4096, 0)
 			ts.useRings()
 			w := &v1.BufferWrite{Buffer: buf.Handle, Data: make([]byte, 64)}
@@ -245,10 +273,24 @@ func (f *frameFeed) Close() error { return nil }
 // transport says another request waits, as rings do: submissions are
 // Batched, issued by the dispatcher beside the serving goroutine) or one by
 // one (each issued by the serving goroutine itself).
-var serveModes = []struct {
-	name        string
-	null, burst bool
-}{{"sim", false, false}, {"null", true, false}, {"sim/burst", false, true}, {"null/burst", true, true}}
+var serveModes = func() (modes []struct {
+	name, backend string
+	burst         bool
+}) {
+	for _, burst := range []bool{false, true} {
+		for _, m := range benchModes {
+			name := m
+			if burst {
+				name += "/burst"
+			}
+			modes = append(modes, struct {
+				name, backend string
+				burst         bool
+			}{name, m, burst})
+		}
+	}
+	return modes
+}()
 
 // BenchmarkServeLaunch: the driver's CPU per asynchronous launch, from a
 // decoded ring frame to the backend call, with no client: read, admit,
@@ -256,7 +298,7 @@ var serveModes = []struct {
 func BenchmarkServeLaunch(b *testing.B) {
 	for _, m := range serveModes {
 		b.Run(m.name, func(b *testing.B) {
-			ts := newDriverOn(b, benchBackend(m.null), Options{}).session("bench", 0)
+			ts := newDriverOn(b, benchBackend(b, m.backend), Options{}).session("bench", 0)
 			k := ts.emptyKernel()
 			s := ts.s
 			feed := &frameFeed{
@@ -273,11 +315,58 @@ func BenchmarkServeLaunch(b *testing.B) {
 			if err := srv.Serve(context.Background(), feed); err != nil {
 				b.Fatal(err)
 			}
-			reportCPU(b, cpu)
+			reportCPU(b, cpu, m.backend)
 			b.StopTimer()
 			if feed.replies.Load() != 2 || feed.errs.Load() != 0 {
 				b.Fatalf("%d replies, %d errors; want 2 and 0", feed.replies.Load(), feed.errs.Load())
 			}
+		})
+	}
+}
+
+// BenchmarkDirectLaunch is the baseline of BenchmarkServeLaunch: the empty
+// kernel (unguarded) launched on the backend directly, in a loop on one
+// goroutine, then one synchronize, as gpuos bench's native side does.
+func BenchmarkDirectLaunch(b *testing.B) {
+	image, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kernels", "bench.ptx"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, m := range benchModes {
+		b.Run(m, func(b *testing.B) {
+			dev, err := benchBackend(b, m).Open(0)
+			if err != nil {
+				b.Skipf("open device: %v", err)
+			}
+			defer dev.Close()
+			mod, err := dev.LoadModule(image)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer mod.Unload()
+			f, err := mod.Function("empty")
+			if err != nil {
+				b.Fatal(err)
+			}
+			st, err := dev.NewStream(0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Destroy()
+			cfg := backend.LaunchConfig{Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			start, cpu := time.Now(), cpuTime()
+			for range b.N {
+				if err := st.Launch(f, cfg, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := st.Synchronize(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "launches/s")
+			reportCPU(b, cpu, m)
 		})
 	}
 }
