@@ -80,12 +80,13 @@ func memoryOptions(dev backend.Device, opts Options, h *memHooks) (mem.Options, 
 	if mo.SwapLimit > 0 && mo.SwapReserve == 0 && limit < total {
 		mo.SwapReserve = defaultSwapReserve(limit, hostMemory())
 	}
-	// Swap memory is pinned with cuMemHostRegister over memory the driver
-	// maps and faults in itself: on the lent H100's host that pinned 9.4 GB/s
-	// against 2.5 GB/s for cuMemHostAlloc (run 8), so the default reserve is
-	// ready in seconds. GPUOS_SWAP_PIN=alloc uses cuMemHostAlloc instead
-	// (membench prints both rates on a new host).
-	mo.SwapPinRegister = os.Getenv("GPUOS_SWAP_PIN") != "alloc"
+	// GPUOS_SWAP_PIN=register pins swap memory with cuMemHostRegister over
+	// memory the driver maps and faults in itself, instead of cuMemHostAlloc:
+	// on the lent H100's host that pinned 9.4 GB/s against 2.5 GB/s (run 8),
+	// but as the default it broke TestQuiesceKernelsWhileRemapping (a
+	// session's connection reset under evictions, one run in four), so it
+	// stays opt-in until that is understood.
+	mo.SwapPinRegister = os.Getenv("GPUOS_SWAP_PIN") == "register"
 	return mo, nil
 }
 
