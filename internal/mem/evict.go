@@ -173,7 +173,14 @@ func (m *Manager) makeRoom(size uint64, pr *pressure) (c *chunk, err error) {
 				// it comes back shortly. Anything else cannot be evicted.
 				m.mu.Lock()
 				transit := m.physical - min(m.physical, m.pooled+m.gran*m.sinkGran+listed)
+				// Memory freed since takeOrReserve looked (a chunk released
+				// while the candidates were listed) is no longer in transit
+				// and no longer listed: take it.
+				back := m.physical+size <= m.limit || m.pooled > 0
 				m.mu.Unlock()
+				if back {
+					continue
+				}
 				if transit == 0 || !pr.locked && waited >= maxTransitWait {
 					return nil, fmt.Errorf("%d bytes more would pass the device limit of %d and nothing can be evicted: %w", size, m.limit, ErrOutOfMemory)
 				}
