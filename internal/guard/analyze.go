@@ -248,9 +248,9 @@ func analyze(r *fnRewriter) *facts {
 			if !ok {
 				continue
 			}
-			// Parameter loads are redirected one by one, never predicated
-			// (check.go), so their checks are not hoisted.
-			if len(accs) > 1 || acc.size != nil || acc.hint || acc.space == spGeneric || acc.space == spParam {
+			// Parameter and constant loads are redirected one by one, never
+			// predicated (check.go), so their checks are not hoisted.
+			if len(accs) > 1 || acc.size != nil || acc.hint || acc.space == spGeneric || acc.space == spParam || acc.space == spConst {
 				bad[b.Name] = true
 				continue
 			}

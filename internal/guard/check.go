@@ -42,7 +42,7 @@ func (r *fnRewriter) guardAccesses(in *ptx.Instruction, accs []access) ([]ptx.St
 	// block (same base, offset, width and guard) is reused.
 	var key cacheKey
 	keyed := false
-	if len(accs) == 1 && accs[0].size == nil && accs[0].space != spParam {
+	if len(accs) == 1 && accs[0].size == nil && accs[0].space != spParam && accs[0].space != spConst {
 		if a, ok := in.Operands[accs[0].op].(*ptx.Address); ok {
 			if b, ok := a.Base.(*ptx.Reg); ok {
 				key = cacheKey{space: accs[0].space, base: b.Name, off: a.Offset, width: accs[0].width,
@@ -71,7 +71,7 @@ func (r *fnRewriter) guardAccesses(in *ptx.Instruction, accs []access) ([]ptx.St
 		st.ProvenShape++
 		return append(out, in), nil
 	}
-	if len(accs) == 1 && accs[0].space != spParam { // parameter loads are redirected, never predicated (below)
+	if len(accs) == 1 && accs[0].space != spParam && accs[0].space != spConst { // constant-bank loads are redirected, never predicated (below)
 		if a, ok := in.Operands[accs[0].op].(*ptx.Address); ok {
 			if b, ok := a.Base.(*ptx.Reg); ok {
 				if h := r.facts.hoistedFor(b.Name); h != nil {
@@ -181,6 +181,26 @@ func (r *fnRewriter) guardAccesses(in *ptx.Instruction, accs []access) ([]ptx.St
 		safe := r.q()
 		out = append(out, ins("mov.u64", safe, &ptx.Symbol{Name: fb.Name}), ins("selp.b64", safe, pc.rec, safe, ok))
 		in.Operands[pc.acc.op] = addr(safe, 0)
+		return append(out, in), nil
+	}
+	if len(pieces) == 1 && pieces[0].acc.space == spConst && in.Opcode == "ld" {
+		// A .const load through a register is a constant-bank load too,
+		// which ptxas may run ahead of its predicate like a parameter load
+		// (above): it reads the guard's own parameters (ParamsVar, aligned
+		// to 32 and 96 bytes long) when its check fails.
+		pc := pieces[0]
+		if pc.acc.width > 32 {
+			return nil, refuse(r.f.Name, in, "constant load of %d bytes through a register; refused", pc.acc.width)
+		}
+		if pc.rec32 {
+			safe := r.w()
+			out = append(out, ins("mov.u32", safe, &ptx.Symbol{Name: ParamsVar}), ins("selp.b32", safe, pc.rec, safe, ok))
+			in.Operands[pc.acc.op] = addr(safe, 0)
+		} else {
+			safe := r.q()
+			out = append(out, ins("mov.u64", safe, &ptx.Symbol{Name: ParamsVar}), ins("selp.b64", safe, pc.rec, safe, ok))
+			in.Operands[pc.acc.op] = addr(safe, 0)
+		}
 		return append(out, in), nil
 	}
 	out = append(out, r.zero(in, bad)...)

@@ -373,7 +373,8 @@ func (g *guarder) declareParams() error {
 		}
 		init.Elems = append(init.Elems, &ptx.Int{Value: v, Hex: true, Unsigned: true})
 	}
-	pv := &ptx.Var{Space: ptx.SpaceConst, Align: 8, Type: ptx.TypeU64, Name: ParamsVar, Dims: []int{ParamsSize / 8}, Init: init}
+	// Aligned to 32: a suppressed constant load of any width reads it (check.go).
+	pv := &ptx.Var{Space: ptx.SpaceConst, Align: 32, Type: ptx.TypeU64, Name: ParamsVar, Dims: []int{ParamsSize / 8}, Init: init}
 	if err := g.m.DeclareGlobal(pv); err != nil {
 		return invalidDecl("", ParamsVar, "%v", err)
 	}
