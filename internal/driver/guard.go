@@ -319,9 +319,15 @@ func (s *Session) unbindGuard(p *programObj) {
 		s.ledger.Refund(ledger.DeviceBytes, size)
 		gp.globals = nil
 	}
-	if gp.slot.page != nil {
-		s.d.guard.release(s.d, gp.slot)
-		gp.slot = faultSlot{}
+	// A launch's Done may still be reading the slot (checkProgram, under
+	// check): take it away under check, so a late reader finds none, before
+	// the slot goes back for another program to use.
+	s.guard.check.Lock()
+	slot := gp.slot
+	gp.slot = faultSlot{}
+	s.guard.check.Unlock()
+	if slot.page != nil {
+		s.d.guard.release(s.d, slot)
 	}
 }
 
@@ -471,12 +477,12 @@ func (s *Session) checkGuard(block bool) {
 
 func (s *Session) checkProgram(p *programObj, block bool) {
 	gp := p.guard
-	if gp == nil || gp.trusted || gp.slot.page == nil {
+	if gp == nil || gp.trusted {
 		return
 	}
 	s.guard.check.Lock()
 	defer s.guard.check.Unlock()
-	if gp.reported.Load() {
+	if gp.slot.page == nil || gp.reported.Load() {
 		return
 	}
 	rec, ok, err := s.d.guard.read(s.d, gp.slot, block)
