@@ -19,6 +19,12 @@ const (
 	spParam              // .param through a register: the kernel's own parameters
 )
 
+// constantBank reports whether loads of the space are constant-bank loads,
+// which ptxas may run ahead of their predicate: their checks redirect the
+// load to a safe address instead of predicating it (check.go's redirect),
+// so they are neither hoisted nor reused.
+func (s spaceClass) constantBank() bool { return s == spParam || s == spConst }
+
 func (s spaceClass) String() string {
 	return [...]string{"none", "global", "generic", "shared", "local", "const", "param"}[s]
 }

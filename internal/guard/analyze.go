@@ -248,9 +248,7 @@ func analyze(r *fnRewriter) *facts {
 			if !ok {
 				continue
 			}
-			// Parameter and constant loads are redirected one by one, never
-			// predicated (check.go), so their checks are not hoisted.
-			if len(accs) > 1 || acc.size != nil || acc.hint || acc.space == spGeneric || acc.space == spParam || acc.space == spConst {
+			if len(accs) > 1 || acc.size != nil || acc.hint || acc.space == spGeneric || acc.space.constantBank() {
 				bad[b.Name] = true
 				continue
 			}

@@ -42,7 +42,7 @@ func (r *fnRewriter) guardAccesses(in *ptx.Instruction, accs []access) ([]ptx.St
 	// block (same base, offset, width and guard) is reused.
 	var key cacheKey
 	keyed := false
-	if len(accs) == 1 && accs[0].size == nil && accs[0].space != spParam && accs[0].space != spConst {
+	if len(accs) == 1 && accs[0].size == nil && !accs[0].space.constantBank() {
 		if a, ok := in.Operands[accs[0].op].(*ptx.Address); ok {
 			if b, ok := a.Base.(*ptx.Reg); ok {
 				key = cacheKey{space: accs[0].space, base: b.Name, off: a.Offset, width: accs[0].width,
@@ -71,7 +71,7 @@ func (r *fnRewriter) guardAccesses(in *ptx.Instruction, accs []access) ([]ptx.St
 		st.ProvenShape++
 		return append(out, in), nil
 	}
-	if len(accs) == 1 && accs[0].space != spParam && accs[0].space != spConst { // constant-bank loads are redirected, never predicated (below)
+	if len(accs) == 1 && !accs[0].space.constantBank() {
 		if a, ok := in.Operands[accs[0].op].(*ptx.Address); ok {
 			if b, ok := a.Base.(*ptx.Reg); ok {
 				if h := r.facts.hoistedFor(b.Name); h != nil {
@@ -165,47 +165,48 @@ func (r *fnRewriter) guardAccesses(in *ptx.Instruction, accs []access) ([]ptx.St
 		window := len(pieces) == 1 && pieces[0].acc.space == spGlobal && pieces[0].acc.size == nil
 		out = append(out, r.record(pieces[0].rec, pieces[0].rec32, window, bad)...)
 	}
-	if len(pieces) == 1 && pieces[0].acc.space == spParam {
-		// A parameter load through a register is not predicated but
-		// redirected: it reads a parameter of its own width when the check
-		// fails. ptxas treats parameter loads as loads of the constant bank,
-		// which cannot fault, and may execute them ahead of their predicate:
-		// predicated, a misaligned index took the shared context down on the
+	if len(pieces) == 1 && pieces[0].acc.space.constantBank() && in.Opcode == "ld" {
+		// A parameter or .const load through a register is a constant-bank
+		// load, which ptxas may execute ahead of its predicate: predicated,
+		// a misaligned parameter index took the shared context down on the
 		// H100 (run 8, param_register_oob: CUDA_ERROR_MISALIGNED_ADDRESS).
-		// The value read is the kernel's own parameter, so nothing leaks.
+		// So it is not predicated but redirected: when its check fails it
+		// reads a safe address of its own width instead — a parameter of the
+		// kernel, or the guard's own parameters (ParamsVar, aligned to 32
+		// and 96 bytes long) — whose value leaks nothing.
 		pc := pieces[0]
-		fb := r.paramFallback(pc.acc.width)
-		if fb == nil || pc.rec32 {
-			return nil, refuse(r.f.Name, in, "parameter load through a register address of %d bytes: no parameter of that size and alignment to read instead; refused", pc.acc.width)
-		}
-		safe := r.q()
-		out = append(out, ins("mov.u64", safe, &ptx.Symbol{Name: fb.Name}), ins("selp.b64", safe, pc.rec, safe, ok))
-		in.Operands[pc.acc.op] = addr(safe, 0)
-		return append(out, in), nil
-	}
-	if len(pieces) == 1 && pieces[0].acc.space == spConst && in.Opcode == "ld" {
-		// A .const load through a register is a constant-bank load too,
-		// which ptxas may run ahead of its predicate like a parameter load
-		// (above): it reads the guard's own parameters (ParamsVar, aligned
-		// to 32 and 96 bytes long) when its check fails.
-		pc := pieces[0]
-		if pc.acc.width > 32 {
+		var safe *ptx.Var
+		if pc.acc.space == spParam {
+			safe = r.paramFallback(pc.acc.width)
+			if safe == nil || pc.rec32 {
+				return nil, refuse(r.f.Name, in, "parameter load through a register address of %d bytes: no parameter of that size and alignment to read instead; refused", pc.acc.width)
+			}
+		} else if pc.acc.width > 32 {
 			return nil, refuse(r.f.Name, in, "constant load of %d bytes through a register; refused", pc.acc.width)
 		}
-		if pc.rec32 {
-			safe := r.w()
-			out = append(out, ins("mov.u32", safe, &ptx.Symbol{Name: ParamsVar}), ins("selp.b32", safe, pc.rec, safe, ok))
-			in.Operands[pc.acc.op] = addr(safe, 0)
-		} else {
-			safe := r.q()
-			out = append(out, ins("mov.u64", safe, &ptx.Symbol{Name: ParamsVar}), ins("selp.b64", safe, pc.rec, safe, ok))
-			in.Operands[pc.acc.op] = addr(safe, 0)
+		name := ParamsVar
+		if safe != nil {
+			name = safe.Name
 		}
-		return append(out, in), nil
+		return append(append(out, r.redirect(in, pc, ok, name)...), in), nil
 	}
 	out = append(out, r.zero(in, bad)...)
 	in.Guard = &ptx.Guard{Reg: ok}
 	return append(out, in), nil
+}
+
+// redirect makes in's access of pc read at pc's address when ok holds, else
+// at the variable name, and returns the instructions that choose.
+func (r *fnRewriter) redirect(in *ptx.Instruction, pc piece, ok *ptx.Reg, name string) []ptx.Stmt {
+	var safe ptx.Operand
+	var mov, selp string
+	if pc.rec32 {
+		safe, mov, selp = r.w(), "mov.u32", "selp.b32"
+	} else {
+		safe, mov, selp = r.q(), "mov.u64", "selp.b64"
+	}
+	in.Operands[pc.acc.op] = addr(safe, 0)
+	return []ptx.Stmt{ins(mov, safe, &ptx.Symbol{Name: name}), ins(selp, safe, pc.rec, safe, ok)}
 }
 
 // paramFallback is a kernel parameter at least width bytes long whose

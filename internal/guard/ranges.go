@@ -336,41 +336,35 @@ func (f *form) le(g *form) bool {
 	return true
 }
 
-func (ra *rangeAnalysis) cwMin(a, b *form) *form {
-	if a == nil || b == nil {
-		return nil
-	}
-	if a.le(b) {
-		return a
-	}
-	if b.le(a) {
-		return b
-	}
-	out := &form{c: min(a.c, b.c)}
-	if a.k != nil || b.k != nil {
-		out.k = make([]int64, ra.natoms)
-		for i := range out.k {
-			out.k[i] = min(a.coef(i), b.coef(i))
-		}
-	}
-	return out
-}
+func (ra *rangeAnalysis) cwMin(a, b *form) *form { return ra.coefwise(a, b, true) }
 
-func (ra *rangeAnalysis) cwMax(a, b *form) *form {
+func (ra *rangeAnalysis) cwMax(a, b *form) *form { return ra.coefwise(a, b, false) }
+
+// coefwise is the smaller (lower) or larger of a and b when one is known to
+// be, else the form of their coefficient-wise minima or maxima.
+func (ra *rangeAnalysis) coefwise(a, b *form, lower bool) *form {
 	if a == nil || b == nil {
 		return nil
 	}
-	if a.le(b) {
-		return b
+	small, large, ordered := a, b, a.le(b)
+	if !ordered && b.le(a) {
+		small, large, ordered = b, a, true
 	}
-	if b.le(a) {
-		return a
+	if ordered {
+		if lower {
+			return small
+		}
+		return large
 	}
-	out := &form{c: max(a.c, b.c)}
+	pick := func(x, y int64) int64 { return max(x, y) }
+	if lower {
+		pick = func(x, y int64) int64 { return min(x, y) }
+	}
+	out := &form{c: pick(a.c, b.c)}
 	if a.k != nil || b.k != nil {
 		out.k = make([]int64, ra.natoms)
 		for i := range out.k {
-			out.k[i] = max(a.coef(i), b.coef(i))
+			out.k[i] = pick(a.coef(i), b.coef(i))
 		}
 	}
 	return out
