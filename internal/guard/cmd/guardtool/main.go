@@ -4,9 +4,11 @@
 //
 //	guardtool guard [-keep-loads] IN.ptx OUT.ptx
 //	    guard one module; print its statistics as JSON on stdout
-//	guardtool corpus [-out DIR] FILE_OR_DIR...
-//	    parse and guard every .ptx file found; write the guarded modules to
-//	    DIR (if given), one TSV line per file on stdout, and a summary
+//	guardtool corpus [-out DIR] [-j N] [-slow D] FILE_OR_DIR...
+//	    parse and guard every .ptx file found, N at once; write the guarded
+//	    modules to DIR (if given), one TSV line per file on stdout (with the
+//	    milliseconds it took), and a summary; modules slower than D are
+//	    named on standard error as they finish
 //	guardtool fatbin IN OUT_DIR
 //	    extract the PTX of a fatbin (or of an ELF with a .nv_fatbin section) into OUT_DIR
 package main
@@ -20,6 +22,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -54,7 +57,7 @@ func main() {
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage:
   guardtool guard [-keep-loads] IN.ptx OUT.ptx   guard one module (statistics as JSON on stdout)
-  guardtool corpus [-out DIR] FILE_OR_DIR...     parse and guard every .ptx file; TSV per file and a summary
+  guardtool corpus [-out DIR] [-j N] FILE_OR_DIR... parse and guard every .ptx file; TSV per file and a summary
   guardtool fatbin IN OUT_DIR                    extract the PTX entries of a fatbin or of an ELF's .nv_fatbin`)
 	os.Exit(2)
 }
@@ -109,6 +112,8 @@ func guardOne(src []byte, opts guard.Options) ([]byte, *guard.Result, error) {
 func cmdCorpus(args []string) error {
 	fset := flag.NewFlagSet("corpus", flag.ExitOnError)
 	outDir := fset.String("out", "", "write each guarded module here as NAME.guarded.ptx")
+	jobs := fset.Int("j", runtime.NumCPU(), "modules handled at once")
+	slow := fset.Duration("slow", 10*time.Second, "report on standard error each module that takes longer than this")
 	fset.Parse(args)
 	var files []string
 	for _, a := range fset.Args() {
@@ -131,44 +136,52 @@ func cmdCorpus(args []string) error {
 			return err
 		}
 	}
+	if *jobs < 1 {
+		*jobs = 1
+	}
+	start := time.Now()
+	// Modules are handled in parallel (the corpus is over a GiB) but reported
+	// in file order, so two runs' TSVs compare line by line.
+	results := make([]corpusResult, len(files))
+	done := make([]chan struct{}, len(files))
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
+	next := make(chan int)
+	go func() {
+		for i := range files {
+			next <- i
+		}
+		close(next)
+	}()
+	for w := 0; w < *jobs; w++ {
+		go func() {
+			for i := range next {
+				results[i] = corpusOne(files[i], *outDir, *slow)
+				close(done[i])
+			}
+		}()
+	}
 	var nParse, nGuard, nBytes int
 	reasons := map[string]int{}
-	start := time.Now()
-	fmt.Println("file\tbytes\tparse\tguard\taccesses\tchecked\thoisted\treused\tdetail")
-	for _, f := range files {
-		src, err := os.ReadFile(f)
-		if err != nil {
-			return err
+	fmt.Println("file\tbytes\tparse\tguard\taccesses\tchecked\thoisted\treused\tms\tdetail")
+	for i, f := range files {
+		<-done[i]
+		r := &results[i]
+		if r.err != nil {
+			return r.err
 		}
-		nBytes += len(src)
-		m, perr := ptx.Parse(bytes.TrimRight(src, "\x00"))
-		if perr != nil {
-			fmt.Printf("%s\t%d\tFAIL\t-\t\t\t\t\t%s\n", f, len(src), oneLine(perr))
-			reasons["parse: "+reason(perr)]++
-			continue
+		nBytes += r.size
+		if r.parsed {
+			nParse++
 		}
-		nParse++
-		res, gerr := guard.Guard(m, guard.Options{})
-		if gerr != nil {
-			fmt.Printf("%s\t%d\tok\tREFUSED\t\t\t\t\t%s\n", f, len(src), oneLine(gerr))
-			reasons["guard: "+reason(gerr)]++
-			continue
+		if r.guarded {
+			nGuard++
 		}
-		out := m.Bytes()
-		if _, err := ptx.Parse(out); err != nil {
-			fmt.Printf("%s\t%d\tok\tFAIL\t\t\t\t\tguarded output does not parse: %s\n", f, len(src), oneLine(err))
-			reasons["guard: output does not parse (bug)"]++
-			continue
+		if r.reason != "" {
+			reasons[r.reason]++
 		}
-		nGuard++
-		s := res.Stats
-		fmt.Printf("%s\t%d\tok\tok\t%d\t%d\t%d\t%d\t%d kernels\n", f, len(src), s.Accesses, s.Checked, s.Hoisted, s.Reused, len(res.Kernels))
-		if *outDir != "" {
-			name := strings.TrimSuffix(filepath.Base(f), ".ptx") + ".guarded.ptx"
-			if err := os.WriteFile(filepath.Join(*outDir, name), out, 0o644); err != nil {
-				return err
-			}
-		}
+		fmt.Printf("%s\t%d\t%s\t%d\t%s\n", f, r.size, r.columns, r.elapsed.Milliseconds(), r.detail)
 	}
 	n := len(files)
 	pct := func(a, b int) float64 {
@@ -177,7 +190,7 @@ func cmdCorpus(args []string) error {
 		}
 		return 100 * float64(a) / float64(b)
 	}
-	fmt.Printf("\n# corpus: %d files, %.1f MiB, %v\n", n, float64(nBytes)/(1<<20), time.Since(start).Round(time.Millisecond))
+	fmt.Printf("\n# corpus: %d files, %.1f MiB, %v with %d workers\n", n, float64(nBytes)/(1<<20), time.Since(start).Round(time.Millisecond), *jobs)
 	fmt.Printf("# parsed:  %d/%d (%.1f%%)   goal 100%%\n", nParse, n, pct(nParse, n))
 	fmt.Printf("# guarded: %d/%d (%.1f%% of all, %.1f%% of parsed)   goal >= 95%%\n", nGuard, n, pct(nGuard, n), pct(nGuard, nParse))
 	if len(reasons) > 0 {
@@ -196,6 +209,59 @@ func cmdCorpus(args []string) error {
 		}
 	}
 	return nil
+}
+
+// corpusResult is one module's line of the corpus report.
+type corpusResult struct {
+	size            int
+	parsed, guarded bool
+	columns         string // parse, guard and the four statistics, tab-separated
+	detail          string
+	reason          string // the refusal's category, "" when guarded
+	elapsed         time.Duration
+	err             error // an I/O error, which ends the run
+}
+
+func corpusOne(f, outDir string, slow time.Duration) (r corpusResult) {
+	start := time.Now()
+	defer func() {
+		r.elapsed = time.Since(start)
+		if slow > 0 && r.elapsed > slow {
+			fmt.Fprintf(os.Stderr, "guardtool: slow: %s took %v (%d bytes)\n", f, r.elapsed.Round(time.Millisecond), r.size)
+		}
+	}()
+	src, err := os.ReadFile(f)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	r.size = len(src)
+	m, perr := ptx.Parse(bytes.TrimRight(src, "\x00"))
+	if perr != nil {
+		r.columns, r.detail, r.reason = "FAIL\t-\t\t\t\t", oneLine(perr), "parse: "+reason(perr)
+		return r
+	}
+	r.parsed = true
+	res, gerr := guard.Guard(m, guard.Options{})
+	if gerr != nil {
+		r.columns, r.detail, r.reason = "ok\tREFUSED\t\t\t\t", oneLine(gerr), "guard: "+reason(gerr)
+		return r
+	}
+	out := m.Bytes()
+	if _, err := ptx.Parse(out); err != nil {
+		r.columns, r.detail = "ok\tFAIL\t\t\t\t", "guarded output does not parse: "+oneLine(err)
+		r.reason = "guard: output does not parse (bug)"
+		return r
+	}
+	r.guarded = true
+	s := res.Stats
+	r.columns = fmt.Sprintf("ok\tok\t%d\t%d\t%d\t%d", s.Accesses, s.Checked, s.Hoisted, s.Reused)
+	r.detail = fmt.Sprintf("%d kernels", len(res.Kernels))
+	if outDir != "" {
+		name := strings.TrimSuffix(filepath.Base(f), ".ptx") + ".guarded.ptx"
+		r.err = os.WriteFile(filepath.Join(outDir, name), out, 0o644)
+	}
+	return r
 }
 
 // reason condenses an error into a category: the refused form, or the code.
