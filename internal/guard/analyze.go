@@ -47,9 +47,11 @@ type hoisted struct {
 	// when the AND of them fails (all of them execute together).
 	sets     map[int][]int
 	setPred  map[string]*ptx.Reg      // a set's predicate, by its checks (segments with the same set share it)
+	setSafe  map[string]*ptx.Reg      // a set's register address for its loads: reg, or in the sink when the set fails
 	guarded  map[int]bool             // checks used by accesses with a guard of their own
 	useCheck map[*ptx.Instruction]int // access → its check
 	useSeg   map[*ptx.Instruction]int // access → its segment
+	useOp    map[*ptx.Instruction]int // access → its address operand
 	done     bool
 }
 
@@ -269,7 +271,8 @@ func analyze(r *fnRewriter) *facts {
 			continue
 		}
 		h := &hoisted{reg: reg, space: us[0].acc.space, bits: bits, sets: map[int][]int{}, guarded: map[int]bool{},
-			setPred: map[string]*ptx.Reg{}, useCheck: map[*ptx.Instruction]int{}, useSeg: map[*ptx.Instruction]int{}}
+			setPred: map[string]*ptx.Reg{}, setSafe: map[string]*ptx.Reg{}, useCheck: map[*ptx.Instruction]int{}, useSeg: map[*ptx.Instruction]int{},
+			useOp: map[*ptx.Instruction]int{}}
 		okAll := true
 		for _, u := range us {
 			if u.acc.space != h.space || !cfg.dominates(d, u.node) || u.off < -(1<<30) || u.off > 1<<30 {
@@ -288,6 +291,7 @@ func analyze(r *fnRewriter) *facts {
 			}
 			in := nodes[u.node].in
 			h.useCheck[in] = k
+			h.useOp[in] = u.acc.op
 			if in.Guard == nil {
 				seg := cfg.segment[u.node]
 				h.useSeg[in] = seg

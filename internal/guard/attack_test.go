@@ -130,36 +130,41 @@ func attackRun(t *testing.T, a attackSpec, guarded bool) (*device, *guard.Result
 // caught: no fault, the victim unchanged and unread, the violation recorded).
 func TestAttacksOnInterpreter(t *testing.T) {
 	for _, a := range attackFiles(t) {
-		t.Run(a.name, func(t *testing.T) {
-			d, _, err := attackRun(t, a, false)
-			var f *interp.Fault
-			harmful := errors.As(err, &f) || !bytes.Equal(d.victim[victimOff:victimOff+victimSize], secret(victimSize)) ||
-				bytes.Contains(d.own[8:ownSize], secret(victimSize)[:4])
-			if !harmful {
-				t.Errorf("unguarded, the attack neither faults nor reaches the victim (err %v): it tests nothing", err)
-			}
-
-			d, res, err := attackRun(t, a, true)
-			if err != nil {
-				t.Fatalf("guarded attack faulted the device: %v", err)
-			}
-			if !bytes.Equal(d.victim[victimOff:victimOff+victimSize], secret(victimSize)) {
-				t.Errorf("guarded attack changed the victim's data")
-			}
-			if bytes.Contains(d.own[8:ownSize], secret(victimSize)[:4]) {
-				t.Errorf("guarded attack copied the victim's data into its own buffer")
-			}
-			r := d.record(t)
-			if !r.Violated() || r.Count == 0 {
-				t.Fatalf("no violation recorded: %+v", r)
-			}
-			if r.Kinds&a.kinds != a.kinds {
-				t.Errorf("recorded kinds %s, want at least %s", r.KindString(), guard.Record{Kinds: a.kinds}.KindString())
-			}
-			if res.Function(r.Function) != "attack" {
-				t.Errorf("recorded function %d (%q), want attack", r.Function, res.Function(r.Function))
-			}
-			t.Logf("%s: caught: %d violations, first %#x, kinds %s", a.what, r.Count, r.Addr, r.KindString())
-		})
+		t.Run(a.name, func(t *testing.T) { checkCaught(t, a) })
 	}
+}
+
+// checkCaught runs a unguarded (it must fault or reach the victim) and
+// guarded (it must be caught).
+func checkCaught(t *testing.T, a attackSpec) {
+	t.Helper()
+	d, _, err := attackRun(t, a, false)
+	var f *interp.Fault
+	harmful := errors.As(err, &f) || !bytes.Equal(d.victim[victimOff:victimOff+victimSize], secret(victimSize)) ||
+		bytes.Contains(d.own[8:ownSize], secret(victimSize)[:4])
+	if !harmful {
+		t.Errorf("unguarded, the attack neither faults nor reaches the victim (err %v): it tests nothing", err)
+	}
+
+	d, res, err := attackRun(t, a, true)
+	if err != nil {
+		t.Fatalf("guarded attack faulted the device: %v", err)
+	}
+	if !bytes.Equal(d.victim[victimOff:victimOff+victimSize], secret(victimSize)) {
+		t.Errorf("guarded attack changed the victim's data")
+	}
+	if bytes.Contains(d.own[8:ownSize], secret(victimSize)[:4]) {
+		t.Errorf("guarded attack copied the victim's data into its own buffer")
+	}
+	r := d.record(t)
+	if !r.Violated() || r.Count == 0 {
+		t.Fatalf("no violation recorded: %+v", r)
+	}
+	if r.Kinds&a.kinds != a.kinds {
+		t.Errorf("recorded kinds %s, want at least %s", r.KindString(), guard.Record{Kinds: a.kinds}.KindString())
+	}
+	if res.Function(r.Function) != "attack" {
+		t.Errorf("recorded function %d (%q), want attack", r.Function, res.Function(r.Function))
+	}
+	t.Logf("%s: caught: %d violations, first %#x, kinds %s", a.what, r.Count, r.Addr, r.KindString())
 }

@@ -120,6 +120,16 @@ func (r *fnRewriter) guardAccesses(in *ptx.Instruction, accs []access) ([]ptx.St
 	if keyed {
 		if c, hit := r.cache[key]; hit {
 			st.Reused++
+			if r.sinkable(in, pieces) {
+				// The earlier check's address: the base plus the offset.
+				pc := pieces[0]
+				if a := in.Operands[pc.acc.op].(*ptx.Address); a.Offset != 0 {
+					t := r.q()
+					out = append(out, ins("add.s64", t, a.Base, imm(a.Offset)))
+					pc.rec = t
+				}
+				return append(append(out, r.toSink(in, pc, c.ok)...), in), nil
+			}
 			out = append(out, r.zero(in, &ptx.Guard{Reg: c.bad})...)
 			in.Guard = &ptx.Guard{Reg: c.ok}
 			return append(out, in), nil
@@ -190,9 +200,38 @@ func (r *fnRewriter) guardAccesses(in *ptx.Instruction, accs []access) ([]ptx.St
 		}
 		return append(append(out, r.redirect(in, pc, ok, name)...), in), nil
 	}
+	if r.sinkable(in, pieces) {
+		return append(append(out, r.toSink(in, pieces[0], ok)...), in), nil
+	}
 	out = append(out, r.zero(in, bad)...)
 	in.Guard = &ptx.Guard{Reg: ok}
 	return append(out, in), nil
+}
+
+// sinkable reports whether in is a load of global memory whose one window
+// check can choose its address instead of predicating it (toSink).
+func (r *fnRewriter) sinkable(in *ptx.Instruction, pieces []piece) bool {
+	if len(pieces) != 1 || (in.Opcode != "ld" && in.Opcode != "ldu") {
+		return false
+	}
+	pc := pieces[0]
+	return pc.acc.space == spGlobal && pc.acc.size == nil && !pc.acc.hint && !pc.rec32 &&
+		pc.acc.width <= SinkSize && !r.g.opts.PredicateLoads
+}
+
+// toSink makes a global load read at pc's address when ok holds, else in the
+// guard's zeroed sink (SinkVar), and returns the instruction that chooses.
+// The load itself stays unpredicated (or keeps its own guard): ptxas turns a
+// predicated load inside a conditional block into a branch around it, and
+// holds a predicate register for every load it would batch (it has seven),
+// so predicated loads went out one at a time where the plain kernel issued
+// four or eight together (transpose, stencil1d, gemm_reg's tile loads lost
+// 22-27%). A suppressed load reads zeros that nobody writes: nothing of
+// another tenant's, and the value the old predicated form gave in loops.
+func (r *fnRewriter) toSink(in *ptx.Instruction, pc piece, ok *ptx.Reg) []ptx.Stmt {
+	s := r.q()
+	in.Operands[pc.acc.op] = addr(s, 0)
+	return []ptx.Stmt{ins("selp.b64", s, pc.rec, r.sinkAddr(), ok)}
 }
 
 // redirect makes in's access of pc read at pc's address when ok holds, else

@@ -30,6 +30,7 @@ type fnRewriter struct {
 	kparam                             *spanRange         // the kernel's parameters in .param space
 	shLim64                            *ptx.Reg
 	localGeneric                       *ptx.Reg // the generic address of local.lo
+	sink                               *ptx.Reg // SinkVar's address
 
 	localVars []*ptx.Var
 	shared    map[string]*ptx.Var // function-scope .shared variables
@@ -39,6 +40,7 @@ type fnRewriter struct {
 
 	proven   map[*ptx.Instruction]bool // shared accesses proven in bounds (ranges.go)
 	variant  *variant                  // the kernel has a fast and a checked variant (specialize.go)
+	slowCopy map[*ptx.Instruction]bool // the checked variant's instructions
 	recorded bool                      // the function records violations: it needs the count registers and flushes
 	depth    int                       // nesting of the block being rewritten; 0 for the body
 	labels   map[string]bool
@@ -295,6 +297,15 @@ func (r *fnRewriter) mask(width int) *ptx.Reg {
 	return m
 }
 
+// sinkAddr is the address of SinkVar, which the module then declares.
+func (r *fnRewriter) sinkAddr() *ptx.Reg {
+	if r.sink == nil {
+		r.sink = r.q()
+		r.g.sinkUsed = true
+	}
+	return r.sink
+}
+
 func (r *fnRewriter) globalsBase() *ptx.Reg {
 	if r.gbase == nil {
 		r.gbase = r.q()
@@ -431,6 +442,9 @@ func (r *fnRewriter) finish() {
 	}
 	if r.gbase != nil {
 		add(ins("ld.const.u64", r.gbase, addr(pv, paramGlobals)))
+	}
+	if r.sink != nil {
+		add(ins("mov.u64", r.sink, &ptx.Symbol{Name: SinkVar}))
 	}
 	if r.shLim != nil {
 		t := r.w()

@@ -14,6 +14,10 @@ type Options struct {
 	// another tenant's (they are what the thread's registers held), and the
 	// session is revoked before it can read any result back.
 	KeepSuppressedLoads bool
+	// PredicateLoads predicates global loads on their checks instead of
+	// redirecting the failing ones to SinkVar (the form before the sink;
+	// for comparing the two).
+	PredicateLoads bool
 }
 
 // Result describes a guarded module to the driver.
@@ -77,6 +81,9 @@ type guarder struct {
 
 	// Whether the module makes generic addresses of these spaces (cvta).
 	genericShared, genericLocal, genericConst, genericParam bool
+
+	sinkUsed bool  // some function redirects loads to SinkVar
+	sinkSize int64 // SinkVar's size: SinkSize, or more for hoisted loads (hoist.go)
 }
 
 // Guard rewrites m in place so that no memory access of its code can leave
@@ -118,6 +125,12 @@ func Guard(m *ptx.Module, opts Options) (*Result, error) {
 		}
 		if err := g.function(f, id); err != nil {
 			return nil, err
+		}
+	}
+	if g.sinkUsed {
+		sv := &ptx.Var{Space: ptx.SpaceGlobal, Align: SinkSize, Type: ptx.TypeB8, Name: SinkVar, Dims: []int{int(max(g.sinkSize, SinkSize))}}
+		if err := g.m.DeclareGlobal(sv); err != nil {
+			return nil, invalidDecl("", SinkVar, "%v", err)
 		}
 	}
 	g.res.Globals = g.layout

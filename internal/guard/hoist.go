@@ -141,8 +141,71 @@ func (r *fnRewriter) hoistCheck(h *hoisted) []ptx.Stmt {
 				q = t
 			}
 		}
+		if base, ok := r.sinkBase(h, ks); ok {
+			// The set's loads read at safe+off: reg's own address when the
+			// set's checks hold, else inside the sink (see toSink).
+			safe, t := r.safeReg(h, ks), r.sinkAddr()
+			if base != 0 {
+				t = r.q()
+				out = append(out, ins("add.s64", t, r.sinkAddr(), imm(-base)))
+			}
+			out = append(out, ins("selp.b64", safe, &ptx.Reg{Name: h.reg}, t, p))
+		}
 	}
 	return out
+}
+
+// sinkBase reports whether the loads of a set of a hoisted global register
+// read at a chosen address (toSink) rather than under the set's predicate,
+// and the offset b whose sink-relative address becomes the register's in
+// the sink: every access [reg+off] of the set then lies in the sink at
+// off-b, aligned (b is a multiple of the sink's alignment and each offset
+// of its own). The sink grows to cover the widest set, up to maxSink;
+// sets whose accesses do not fit keep their predicate.
+func (r *fnRewriter) sinkBase(h *hoisted, ks []int) (int64, bool) {
+	if h.space != spGlobal || h.bits != 64 || r.g.opts.PredicateLoads {
+		return 0, false
+	}
+	loads := false
+	for in, seg := range h.useSeg {
+		if (in.Opcode == "ld" || in.Opcode == "ldu") && setKey(h.sets[seg]) == setKey(ks) {
+			loads = true
+		}
+	}
+	if !loads {
+		return 0, false
+	}
+	lo, end := h.checks[ks[0]].off, int64(0)
+	for _, k := range ks {
+		c := h.checks[k]
+		if c.width > SinkSize || c.off%int64(c.align) != 0 {
+			return 0, false
+		}
+		lo = min(lo, c.off)
+		end = max(end, c.off+int64(c.width))
+	}
+	b := floorDiv(lo, SinkSize) * SinkSize
+	if end-b > maxSink {
+		return 0, false
+	}
+	r.g.sinkSize = max(r.g.sinkSize, end-b)
+	return b, true
+}
+
+// maxSink caps the sink's size: a set of loads spread wider keeps its
+// predicate.
+const maxSink = 4096
+
+// safeReg returns the register a set's loads use as their base (sinkBase),
+// creating it on first use like setReg.
+func (r *fnRewriter) safeReg(h *hoisted, ks []int) *ptx.Reg {
+	key := setKey(ks)
+	q, ok := h.setSafe[key]
+	if !ok {
+		q = r.q()
+		h.setSafe[key] = q
+	}
+	return q
 }
 
 // hoistedUse predicates an access on its hoisted checks. An access without a
@@ -166,15 +229,36 @@ func (r *fnRewriter) hoistedUse(in *ptx.Instruction, h *hoisted) []ptx.Stmt {
 			out = append(out, r.record(addr, h.bits == 32, window, &ptx.Guard{Reg: set, Negated: true})...)
 			r.cache[key] = cached{}
 		}
+		if in.Opcode == "ld" || in.Opcode == "ldu" {
+			if _, ok := r.sinkBase(h, h.sets[seg]); ok {
+				a := in.Operands[h.useOp[in]].(*ptx.Address)
+				a.Base = r.safeReg(h, h.sets[seg])
+				return append(out, in)
+			}
+		}
 		// A suppressed load's destination is zeroed here too (in loops: see zero).
 		out = append(out, r.zero(in, &ptx.Guard{Reg: set, Negated: true})...)
 		in.Guard = &ptx.Guard{Reg: set}
 		return append(out, in)
 	}
-	okI := r.checkInt(&h.checks[h.useCheck[in]])
+	c := &h.checks[h.useCheck[in]]
+	okI := r.checkInt(c)
 	o, b := r.p(), r.p()
 	out := []ptx.Stmt{setpPair("ne", "u32", o, b, okI, imm(0), in.Guard)}
 	out = append(out, r.record(addr, h.bits == 32, false, &ptx.Guard{Reg: b})...)
+	if (in.Opcode == "ld" || in.Opcode == "ldu") && h.space == spGlobal && h.bits == 64 && c.width <= SinkSize && !r.g.opts.PredicateLoads {
+		// Its own guard stays; the address is the sink's when the check fails.
+		var ea ptx.Operand = addr
+		if c.off != 0 {
+			t := r.q()
+			out = append(out, ins("add.s64", t, addr, imm(c.off)))
+			ea = t
+		}
+		s := r.q()
+		out = append(out, ins("selp.b64", s, ea, r.sinkAddr(), o))
+		in.Operands[h.useOp[in]] = &ptx.Address{Base: s}
+		return append(out, in)
+	}
 	out = append(out, r.zero(in, &ptx.Guard{Reg: b})...)
 	in.Guard = &ptx.Guard{Reg: o}
 	return append(out, in)

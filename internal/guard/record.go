@@ -12,6 +12,17 @@ import (
 // guarded code loads it once per function call into registers.
 const ParamsVar = "__gpuos_guard"
 
+// SinkVar is the module-scope .global variable, at least SinkSize bytes of
+// zeros aligned to SinkSize, that a global load whose check fails reads
+// instead (check.go, toSink; hoist.go, sinkBase). Nothing writes it; it is
+// the module's own memory, not the session's, and needs nothing from the
+// driver.
+const SinkVar = "__gpuos_sink"
+
+// SinkSize is the size and alignment of SinkVar: the widest load (.v8.b32,
+// .v4.b64).
+const SinkSize = 32
+
 // ParamsSize is the size of ParamsVar in bytes.
 const ParamsSize = 96
 
