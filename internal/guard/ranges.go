@@ -185,6 +185,7 @@ type rangeAnalysis struct {
 	linStep  map[[2]string]ptx.Operand // a pair's pointer increment
 	linOf    map[string][]int          // register → its pairs, by index
 	defsAt   map[string][]int          // register → the instructions defining it
+	index    map[*ptx.Instruction]int  // instruction → its node
 	reachB   map[int][]bool            // block → the blocks reachable from it by one or more edges
 }
 
@@ -618,6 +619,9 @@ func (ra *rangeAnalysis) eval(in *ptx.Instruction, st *rstate) aval {
 			}
 			v := ra.add(arg(1), arg(2), s)
 			if in.Opcode == "sub" {
+				if lo, hi, ok := ra.lowBits(in, st); ok {
+					return aval{lo: ra.konst(lo), hi: ra.konst(hi), mod: 1}
+				}
 				a, aok := ops[1].(*ptx.Reg)
 				b, bok := ops[2].(*ptx.Reg)
 				if aok && bok {
@@ -670,6 +674,17 @@ func (ra *rangeAnalysis) eval(in *ptx.Instruction, st *rstate) aval {
 		if c == 1 && !signed {
 			out.lo, out.hi = ra.halveForm(a.lo, false), ra.halveForm(a.hi, true)
 		}
+		if q := floorDiv(lo, d); q == floorDiv(hi, d) {
+			// One quotient for the whole range (x >> 31 of a nonnegative
+			// x: nvcc's sign of a signed index) is exact; the forms,
+			// rounded per coefficient, are not.
+			return ra.constVal(q)
+		}
+		// A form's coefficient below d rounds up to 1 (ntid/16 bounded by
+		// ntid): the quotient of the range's greatest value is tighter
+		// where the forms give nothing better for every launch.
+		out.hi = ra.tighterHi(out.hi, ra.konst(floorDiv(hi, d)))
+		out.lo = ra.tighterLo(out.lo, ra.konst(floorDiv(lo, d)))
 		if a.mod > d && modp(a.rem, d) == 0 {
 			out.mod, out.rem = a.mod/d, modp(a.rem/d, a.mod/d)
 		}
@@ -697,6 +712,82 @@ func (ra *rangeAnalysis) eval(in *ptx.Instruction, st *rstate) aval {
 		}
 	}
 	return top
+}
+
+// lowBits recognizes "sub d, a, b" where b is "and b, x, -2^j" and x is a
+// itself or "add x, a, c" (either order) with c a small constant range:
+// nvcc's a % 2^j for a signed a, x = a + (a >> 31 >>> (32-j)). Then
+// d = a - x + (x & (2^j-1)) = (x's low j bits) - c, whatever a is (bit for
+// bit, mod 2^32: no wrap to fear when the result's range is small).
+// The values must be the ones b and x were computed from: a and c have one
+// definition each, dominating x's (and x's, b's; b's, the sub's), and no
+// definition of a or c can run between x's and the sub.
+func (ra *rangeAnalysis) lowBits(in *ptx.Instruction, st *rstate) (lo, hi int64, ok bool) {
+	at, ok := ra.index[in]
+	if !ok || in.Guard != nil || len(in.Operands) != 3 {
+		return 0, 0, false
+	}
+	a, ok1 := in.Operands[1].(*ptx.Reg)
+	b, ok2 := in.Operands[2].(*ptx.Reg)
+	if !ok1 || !ok2 || strings.Contains(a.Name, ".") || a.Name == b.Name {
+		return 0, 0, false
+	}
+	def := func(name string) (*ptx.Instruction, int, bool) {
+		d, ok := ra.single[name]
+		if !ok {
+			return nil, 0, false
+		}
+		in := ra.nodes[d].in
+		if _, is := is32(in); !is || len(in.Operands) != 3 {
+			return nil, 0, false
+		}
+		return in, d, true
+	}
+	bin, bd, ok := def(b.Name)
+	if !ok || bin.Opcode != "and" || !ra.fl.dominates(bd, at) {
+		return 0, 0, false
+	}
+	x, ok := bin.Operands[1].(*ptx.Reg)
+	m, okm := bin.Operands[2].(*ptx.Int)
+	if !ok || !okm {
+		return 0, 0, false
+	}
+	mask := int64(int32(m.Value))
+	if mask >= 0 || mask < -(1<<20) || mask&(-mask) != -mask {
+		return 0, 0, false
+	}
+	stable := func(name string, from int) bool { // one value from from to the sub
+		d, ok := ra.single[name]
+		return ok && ra.fl.dominates(d, from) && !ra.redefinedBetween(name, from, at)
+	}
+	var cl, ch int64
+	first := bd // where a's value must already be the one the sub reads
+	if x.Name != a.Name {
+		xin, xd, ok := def(x.Name)
+		if !ok || xin.Opcode != "add" || !ra.fl.dominates(xd, bd) || ra.redefinedBetween(x.Name, xd, bd) {
+			return 0, 0, false
+		}
+		p, ok1 := xin.Operands[1].(*ptx.Reg)
+		q, ok2 := xin.Operands[2].(*ptx.Reg)
+		if !ok1 || !ok2 {
+			return 0, 0, false
+		}
+		if q.Name == a.Name {
+			p, q = q, p
+		}
+		if p.Name != a.Name || strings.Contains(q.Name, ".") || !stable(q.Name, xd) {
+			return 0, 0, false
+		}
+		cl, ch, ok = ra.intRange(st.get(q.Name))
+		if !ok || cl < -(1<<20) || ch > 1<<20 {
+			return 0, 0, false
+		}
+		first = xd
+	}
+	if !stable(a.Name, first) {
+		return 0, 0, false
+	}
+	return -ch, -mask - 1 - cl, true
 }
 
 // halveForm bounds floor(v / 2) for v bounded by f, like divForm, but with a
@@ -1240,6 +1331,10 @@ func analyzeRanges(r *fnRewriter) *rangeResult {
 		if n != 1 {
 			delete(ra.single, d)
 		}
+	}
+	ra.index = make(map[*ptx.Instruction]int, len(nodes))
+	for i, n := range nodes {
+		ra.index[n.in] = i
 	}
 	ra.findLinPairs()
 	nb := len(fl.start)

@@ -95,6 +95,27 @@ func TestSharedProofs(t *testing.T) {
 			decls:  ".shared .align 4 .b8 s[64];",
 			body:   "mov.u32 %r4, s;\nsetp.eq.u32 %p1, %r1, 0;\n@%p1 bra $L_a;\nadd.s32 %r4, %r4, 4096;\n$L_a:\nst.shared.u32 [%r4], %r2;",
 			proven: 0, checked: 1},
+		{name: "tid % 16 and tid / 16 of a signed tid, as nvcc writes them: s[tid%16][tid/16], proven statically",
+			decls: ".shared .align 4 .b8 s[4096];", dirs: " .reqntid 256, 1, 1",
+			body:   signedModBody("and.b32 %r7, %r6, -16;", "sub.s32 %r8, %r2, %r7;"),
+			proven: 1, checked: 0},
+		{name: "x - (x & -16) of x itself",
+			decls: ".shared .align 4 .b8 s[4096];", dirs: " .reqntid 256, 1, 1",
+			body:   signedModBody("and.b32 %r7, %r2, -16;", "sub.s32 %r8, %r2, %r7;"),
+			proven: 1, checked: 0},
+		{name: "the and of another register: checked",
+			decls: ".shared .align 4 .b8 s[4096];", dirs: " .reqntid 256, 1, 1",
+			body:   signedModBody("and.b32 %r7, %r1, -16;", "sub.s32 %r8, %r2, %r7;"),
+			proven: 0, checked: 1},
+		{name: "a mask that is not -2^j: checked",
+			decls: ".shared .align 4 .b8 s[4096];", dirs: " .reqntid 256, 1, 1",
+			body:   signedModBody("and.b32 %r7, %r6, -17;", "sub.s32 %r8, %r2, %r7;"),
+			proven: 0, checked: 1},
+		{name: "the index redefined between the and and the sub: checked",
+			decls: ".shared .align 4 .b8 s[4096];", dirs: " .reqntid 256, 1, 1",
+			body: "mov.u32 %r20, %r2;\n" + signedModBody("and.b32 %r7, %r20, -16;",
+				"setp.eq.u32 %p1, %r1, 7;\n@%p1 add.s32 %r20, %r20, 4096;\nsub.s32 %r8, %r20, %r7;"),
+			proven: 0, checked: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,6 +138,15 @@ func TestSharedProofs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// signedModBody stores to s + 256*(tid%16) + 4*(tid/16) as nvcc computes
+// them for a signed tid: x = tid + (tid >> 31 >>> 28); x/16 = x >> 4;
+// tid%16 = tid - (x & -16). and and sub compute %r8, the remainder.
+func signedModBody(and, sub string) string {
+	return "shr.s32 %r4, %r2, 31;\nshr.u32 %r5, %r4, 28;\nadd.s32 %r6, %r2, %r5;\n" + and + "\n" + sub + "\n" +
+		"shl.b32 %r9, %r8, 8;\nshr.s32 %r10, %r6, 4;\nshl.b32 %r11, %r10, 2;\nmov.u32 %r12, s;\n" +
+		"add.s32 %r13, %r12, %r9;\nadd.s32 %r14, %r13, %r11;\nst.shared.u32 [%r14], %r2;"
 }
 
 // blockShapeKernel writes buf[tid + k*ntid] for k < 16 from the threads

@@ -162,3 +162,24 @@ func TestSinkForms(t *testing.T) {
 		})
 	}
 }
+
+// TestLowBitsAttack: x - (x & -16) is proven in [0, 15] only when x is one
+// value at the and and at the sub; a thread that changes x in between must
+// be caught (ranges.go, lowBits).
+func TestLowBitsAttack(t *testing.T) {
+	src := attackKernel(".shared .align 4 .b8 s[4096];", `
+	mov.u32 	%r2, %r1;
+	shr.s32 	%r4, %r2, 31;
+	shr.u32 	%r5, %r4, 28;
+	add.s32 	%r6, %r2, %r5;
+	and.b32 	%r7, %r6, -16;
+	setp.eq.u32 	%p1, %r1, 0;
+	@%p1 add.s32 	%r2, %r2, 100000;
+	sub.s32 	%r8, %r2, %r7;
+	shl.b32 	%r9, %r8, 8;
+	mov.u32 	%r12, s;
+	add.s32 	%r13, %r12, %r9;
+	st.shared.u32 	[%r13], %r1;`)
+	checkCaught(t, attackSpec{name: "lowbits_redefined", what: "x % 16 with x changed between the and and the sub: a shared store far past the block's memory",
+		src: src, kinds: guard.KindAccess, grid: 1, block: 32})
+}
