@@ -680,11 +680,15 @@ func (ra *rangeAnalysis) eval(in *ptx.Instruction, st *rstate) aval {
 			// rounded per coefficient, are not.
 			return ra.constVal(q)
 		}
-		// A form's coefficient below d rounds up to 1 (ntid/16 bounded by
-		// ntid): the quotient of the range's greatest value is tighter
-		// where the forms give nothing better for every launch.
-		out.hi = ra.tighterHi(out.hi, ra.konst(floorDiv(hi, d)))
-		out.lo = ra.tighterLo(out.lo, ra.konst(floorDiv(lo, d)))
+		if c >= 2 {
+			// A form's coefficient below d rounds up to 1 (ntid/16 bounded
+			// by ntid): the quotient of the range's greatest value is
+			// tighter where the forms give nothing better for every launch.
+			// Not for halving (c = 1), whose forms keep ntid's relation
+			// exactly (halveForm) for the reductions' loops.
+			out.hi = ra.tighterHi(out.hi, ra.konst(floorDiv(hi, d)))
+			out.lo = ra.tighterLo(out.lo, ra.konst(floorDiv(lo, d)))
+		}
 		if a.mod > d && modp(a.rem, d) == 0 {
 			out.mod, out.rem = a.mod/d, modp(a.rem/d, a.mod/d)
 		}
