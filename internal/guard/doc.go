@@ -56,7 +56,13 @@
 //     prefetches past its arrays' ends).
 //
 // Cost: the bounds are hoisted into registers; every check is a few ALU
-// instructions and the access is predicated on it (no branch); the same
+// instructions and the access is predicated on it (no branch), except a
+// global load, which is not predicated but reads at an address chosen by the
+// check: its own, or inside the guard's sink (SinkVar, a zeroed .global
+// variable of the module that nothing writes) when the check fails. ptxas
+// turns predicated loads inside conditional blocks into branches and, with
+// seven predicate registers, issues them one at a time; chosen addresses
+// keep the plain kernel's if-conversion and batching. The same
 // address checked twice in a straight-line block is checked once; and a
 // register defined once, at a point that dominates all the accesses based on
 // it (the usual shape of addresses computed before a loop), is checked for
@@ -68,7 +74,8 @@
 //
 // # On a violation
 //
-// The access is suppressed: stores, atomics and copies do nothing; loads and
+// The access is suppressed: stores, atomics and copies do nothing; global
+// loads read the sink's zeros instead; other loads and
 // atomics inside loops produce 0 (unless Options.KeepSuppressedLoads; the
 // zeroing move is unpredicated where it can be, which keeps ptxas from
 // holding each unrolled load's value apart), elsewhere they keep their
