@@ -149,6 +149,39 @@ func gpuosETContextID(ctx uint64, id *uint64) int32 {
 	return int32(r)
 }
 
+// gpuosETStreamOfContext is slot 51 of the 21318c60 table (cuBLASLt, before
+// its first launch): the driver's object of a stream, NULL meaning a default
+// stream (Driver.StreamOfContext).
+//
+//export gpuosETStreamOfContext
+func gpuosETStreamOfContext(ctx, stream uint64, out *uint64, perThread uint32) int32 {
+	if out == nil {
+		return invalidValue
+	}
+	v, r := drv.StreamOfContext(thread(), ctx, stream, perThread != 0)
+	if r == cu.CUDA_SUCCESS {
+		*out = v
+	}
+	drv.TraceSlot("unknown_21318c60 slot 51", r, ctx, stream, u64(unsafe.Pointer(out)), uint64(perThread), v)
+	return int32(r)
+}
+
+// gpuosETStreamID is slot 39 of the 21318c60 table: the id of a stream object
+// slot 51 returned (Driver.StreamIDOfContext).
+//
+//export gpuosETStreamID
+func gpuosETStreamID(ctx, stream uint64, id *uint64) int32 {
+	if id == nil {
+		return invalidValue
+	}
+	v, r := drv.StreamIDOfContext(thread(), ctx, stream)
+	if r == cu.CUDA_SUCCESS {
+		*id = v
+	}
+	drv.TraceSlot("unknown_21318c60 slot 39", r, ctx, stream, u64(unsafe.Pointer(id)), v)
+	return int32(r)
+}
+
 // gpuosETLogMessage is slot 1 of the f8cff951 table, through which libraries
 // report messages (a domain, a severity, a printf format and its va_list).
 // The arguments are not trusted to be that: the message is logged with its

@@ -6118,7 +6118,7 @@ static void *et_unknown_f8cff951[21] = {
     (void *)et_6_20,
 };
 
-/* unknown_21318c60: context identity and more, 93 slots; asked by PyTorch's runtime and cuBLASLt */
+/* unknown_21318c60: context and stream identity and more, 93 slots; asked by PyTorch's runtime and cuBLASLt */
 static uint64_t et_7_1(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) { return gpuosETStub(7, 1, a, b, c, d, e, f); }
 static uint64_t et_7_2(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) { return gpuosETStub(7, 2, a, b, c, d, e, f); }
 static uint64_t et_7_3(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) { return gpuosETStub(7, 3, a, b, c, d, e, f); }
@@ -6156,7 +6156,6 @@ static uint64_t et_7_35(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t
 static uint64_t et_7_36(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) { return gpuosETStub(7, 36, a, b, c, d, e, f); }
 static uint64_t et_7_37(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) { return gpuosETStub(7, 37, a, b, c, d, e, f); }
 static uint64_t et_7_38(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) { return gpuosETStub(7, 38, a, b, c, d, e, f); }
-static uint64_t et_7_39(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) { return gpuosETStub(7, 39, a, b, c, d, e, f); }
 static uint64_t et_7_40(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) { return gpuosETStub(7, 40, a, b, c, d, e, f); }
 static uint64_t et_7_41(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) { return gpuosETStub(7, 41, a, b, c, d, e, f); }
 static uint64_t et_7_42(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) { return gpuosETStub(7, 42, a, b, c, d, e, f); }
@@ -6168,7 +6167,6 @@ static uint64_t et_7_47(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t
 static uint64_t et_7_48(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) { return gpuosETStub(7, 48, a, b, c, d, e, f); }
 static uint64_t et_7_49(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) { return gpuosETStub(7, 49, a, b, c, d, e, f); }
 static uint64_t et_7_50(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) { return gpuosETStub(7, 50, a, b, c, d, e, f); }
-static uint64_t et_7_51(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) { return gpuosETStub(7, 51, a, b, c, d, e, f); }
 static uint64_t et_7_52(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) { return gpuosETStub(7, 52, a, b, c, d, e, f); }
 static uint64_t et_7_53(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) { return gpuosETStub(7, 53, a, b, c, d, e, f); }
 static uint64_t et_7_54(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e, uint64_t f) { return gpuosETStub(7, 54, a, b, c, d, e, f); }
@@ -6250,7 +6248,7 @@ static void *et_unknown_21318c60[93] = {
     (void *)et_7_36,
     (void *)et_7_37,
     (void *)et_7_38,
-    (void *)et_7_39,
+    (void *)gpuosETStreamID,
     (void *)et_7_40,
     (void *)et_7_41,
     (void *)et_7_42,
@@ -6262,7 +6260,7 @@ static void *et_unknown_21318c60[93] = {
     (void *)et_7_48,
     (void *)et_7_49,
     (void *)et_7_50,
-    (void *)et_7_51,
+    (void *)gpuosETStreamOfContext,
     (void *)et_7_52,
     (void *)et_7_53,
     (void *)et_7_54,

@@ -121,9 +121,11 @@ var exportTables = []ExportTable{
 			{1, "gpuosETLogMessage", "report a message (domain, severity, printf format, va_list): logged"},
 		}},
 	{Name: "unknown_21318c60", UUID: uuid("21318c60971432488ca641ff7324c8f2"), Slots: 93, SizeWord: true, Fill: FillNotSupported,
-		Purpose: "context identity and more, 93 slots; asked by PyTorch's runtime and cuBLASLt",
+		Purpose: "context and stream identity and more, 93 slots; asked by PyTorch's runtime and cuBLASLt",
 		Impl: []Slot{
 			{4, "gpuosETContextID", "a context's unique id, as cuCtxGetId (CUcontext, unsigned long long *)"},
+			{39, "gpuosETStreamID", "the id of a stream object of slot 51, as cuStreamGetId (CUcontext, stream, unsigned long long *)"},
+			{51, "gpuosETStreamOfContext", "the driver's object of a stream, NULL: a default one (CUcontext, CUstream, void **, int perThread)"},
 		}},
 	{Name: "unknown_69a28e9f", UUID: uuid("69a28e9f24498b47b030c5da330ea4e9"), Slots: 34, SizeWord: true, Fill: FillNotSupported,
 		Purpose: "unknown, 34 slots; asked by PyTorch"},

@@ -297,6 +297,52 @@ func (d *Driver) StreamGetID(t Thread, h uint64) (uint64, Result) {
 	return 1 + st.id, cu.CUDA_SUCCESS
 }
 
+// StreamOfContext is slot 51 of the unknown_21318c60 export table, which
+// cuBLASLt calls before its first launch: (CUcontext, CUstream, void **out,
+// int perThread). A public reading (a CUDA-forwarding project that serves the
+// slot) has it turn a stream as the application names it into the driver's
+// own stream object, NULL meaning the legacy default stream or, with
+// perThread, the per-thread one; cuBLASLt hands the object back to the
+// driver and keys its state by the stream's id (slot 39). The shim's stream
+// handles are its objects, so a created stream is its own handle, and NULL
+// becomes CU_STREAM_LEGACY or CU_STREAM_PER_THREAD, which every stream
+// argument of the shim accepts. The stream must belong to the context
+// (0: the current one), as every stream argument must.
+func (d *Driver) StreamOfContext(t Thread, ctx, h uint64, perThread bool) (uint64, Result) {
+	c, r := d.context(t, ctx)
+	if r != cu.CUDA_SUCCESS {
+		return 0, r
+	}
+	switch h {
+	case 0:
+		if perThread {
+			return uint64(cu.CU_STREAM_PER_THREAD), cu.CUDA_SUCCESS
+		}
+		return uint64(cu.CU_STREAM_LEGACY), cu.CUDA_SUCCESS
+	case uint64(cu.CU_STREAM_LEGACY), uint64(cu.CU_STREAM_PER_THREAD):
+		return h, cu.CUDA_SUCCESS
+	}
+	st, r := d.stream(t, h)
+	if r != cu.CUDA_SUCCESS {
+		return 0, r
+	}
+	if st.ctx != c {
+		return 0, cu.CUDA_ERROR_INVALID_CONTEXT
+	}
+	return h, cu.CUDA_SUCCESS
+}
+
+// StreamIDOfContext is slot 39 of the unknown_21318c60 table: (CUcontext,
+// stream object, unsigned long long *id), the id of a stream object slot 51
+// returned, as cuStreamGetId gives it (same public reading;
+// testdata/cudart/slot51.c compares the two on the real driver).
+func (d *Driver) StreamIDOfContext(t Thread, ctx, h uint64) (uint64, Result) {
+	if _, r := d.context(t, ctx); r != cu.CUDA_SUCCESS {
+		return 0, r
+	}
+	return d.StreamGetID(t, h)
+}
+
 // StreamGetCtx is cuStreamGetCtx.
 func (d *Driver) StreamGetCtx(t Thread, h uint64) (uint64, Result) {
 	st, r := d.stream(t, h)
