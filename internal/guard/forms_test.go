@@ -289,3 +289,44 @@ func TestDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestDynamicSharedLimit: with dynamic shared memory (an unsized extern
+// .shared array), the shared limit is the end of that memory, exactly,
+// not %total_smem_size, which the hardware rounds up to its allocation
+// granularity (shared_halving_rounded_up read a word past a 132-byte array
+// inside the rounding on the H100).
+func TestDynamicSharedLimit(t *testing.T) {
+	tests := []struct {
+		name, decl string
+		exact      bool
+	}{
+		{"extern array", ".extern .shared .align 4 .b8 dyn[];", true},
+		{"sized array only", ".shared .align 4 .b8 dyn[256];", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := `.version 8.0
+.target sm_80
+.address_size 64
+` + tt.decl + `
+.visible .entry k(.param .u32 i)
+{
+	.reg .b32 %r<4>;
+	ld.param.u32 %r1, [i];
+	mov.u32 %r2, dyn;
+	add.s32 %r3, %r2, %r1;
+	st.shared.u32 [%r3], %r1;
+	ret;
+}
+`
+			m, _ := guardText(t, []byte(src))
+			out := string(m.Bytes())
+			if !strings.Contains(out, "%total_smem_size") {
+				t.Fatalf("no shared limit in the guarded kernel:\n%s", out)
+			}
+			if got := strings.Contains(out, "%dynamic_smem_size") && strings.Contains(out, "min.u32"); got != tt.exact {
+				t.Errorf("limit bounded by the dynamic array's end: have %v, want %v\n%s", got, tt.exact, out)
+			}
+		})
+	}
+}

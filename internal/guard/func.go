@@ -451,6 +451,17 @@ func (r *fnRewriter) finish() {
 		add(ins("mov.u32", t, &ptx.Reg{Name: "%total_smem_size"}))
 		add(ins("ld.const.u32", r.shLim, addr(pv, paramReserve)))
 		add(ins("add.u32", r.shLim, r.shLim, t))
+		if dyn := r.g.dynamicShared(); dyn != "" {
+			// The block's shared memory ends with its dynamic part, whose
+			// end is exact, where %total_smem_size is rounded up to the
+			// allocation granularity: a word past a 132-byte dynamic array
+			// lies inside the rounding. The lesser of the two is the limit.
+			e, d := r.w(), r.w()
+			add(ins("mov.u32", e, &ptx.Symbol{Name: dyn}))
+			add(ins("mov.u32", d, &ptx.Reg{Name: "%dynamic_smem_size"}))
+			add(ins("add.u32", e, e, d))
+			add(ins("min.u32", r.shLim, r.shLim, e))
+		}
 		for _, sk := range sortedSpanKeys(r.shLimK) {
 			l := r.shLimK[sk]
 			if d := sk.span - 1<<sk.k; d != 0 {

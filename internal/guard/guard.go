@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/gpuos/gpuos/internal/ptx"
@@ -84,6 +85,24 @@ type guarder struct {
 
 	sinkUsed bool  // some function redirects loads to SinkVar
 	sinkSize int64 // SinkVar's size: SinkSize, or more for hoisted loads (hoist.go)
+}
+
+// dynamicShared names a module-scope unsized .extern .shared array (the
+// block's dynamic shared memory, which every such array starts), or "".
+func (g *guarder) dynamicShared() string {
+	names := make([]string, 0, 1)
+	for name, v := range g.vars {
+		if v.Space != ptx.SpaceShared || v.Linkage != ptx.LinkExtern {
+			continue
+		}
+		if size, _, err := varShape(v); err == nil && size == 0 {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return slices.Min(names) // the same one every time
 }
 
 // Guard rewrites m in place so that no memory access of its code can leave
