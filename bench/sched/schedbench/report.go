@@ -49,7 +49,7 @@ func report(dir string, w io.Writer) error {
 	fails := 0
 
 	fmt.Fprintln(w, "(a) two tenants weighted 1:3, short kernels (first) vs long kernels (second), both saturating;")
-	fmt.Fprintln(w, "    share = kernels completed x one kernel's GPU time (measured alone with events), over both tenants")
+	fmt.Fprintln(w, "    share = kernels completed x one kernel's GPU time (alone, back to back, timed with events), over both tenants")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\ttenant\tweight\tkernel us\tkernels\tshare\ttarget\terror\tdaemon's view\tverdict (<= 3%)\t")
 	for _, pol := range []string{"fair", "band"} {
