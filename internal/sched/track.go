@@ -161,13 +161,10 @@ func (s *Scheduler) wait(w *waiter) {
 		err := end.Synchronize()
 		s.mu.Lock()
 		dones = s.completeLocked(p, err, dones[:0])
-		// The room this frees is the dispatcher goroutine's to use if it is
-		// awake (this goroutine goes back to waiting for the next event at
-		// once); else this goroutine issues some itself.
 		s.gen.Add(1)
-		if !s.bgAwake.Load() {
-			s.runLocked(waiterBudget)
-		}
+		// The finished commands are reported first: a waiting client (a
+		// latency-critical service synchronizing on its kernel) is on their
+		// path, and issuing more work takes driver calls.
 		if len(dones) > 0 {
 			s.mu.Unlock()
 			for _, c := range dones {
@@ -177,6 +174,12 @@ func (s *Scheduler) wait(w *waiter) {
 			}
 			clear(dones)
 			s.mu.Lock()
+		}
+		// The room this frees is the dispatcher goroutine's to use if it is
+		// awake (this goroutine goes back to waiting for the next event at
+		// once); else this goroutine issues some itself.
+		if !s.bgAwake.Load() {
+			s.runLocked(waiterBudget)
 		}
 	}
 	s.mu.Unlock()
