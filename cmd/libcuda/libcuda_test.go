@@ -200,6 +200,38 @@ func TestCAPI(t *testing.T) {
 		}
 	})
 
+	// The probe of the 21318c60 table's stream slots (testdata/cudart/slot51.c,
+	// written for the real driver) against the shim: slot 39's id of slot 51's
+	// object is cuStreamGetId's, for the default streams and a created one.
+	t.Run("slot51", func(t *testing.T) {
+		bin := filepath.Join(dir, "slot51")
+		run(t, ".", nil, "gcc", "-std=gnu11", "-O1", "-Wall", "-Werror", "-I", filepath.Join(repo, "include"),
+			filepath.Join(repo, "testdata", "cudart", "slot51.c"), "-o", bin, "-ldl")
+		cmd := exec.Command(bin, filepath.Join(dir, "libcuda.so.1"))
+		cmd.Env = append(os.Environ(), runEnv...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("slot51: %v\n%s", err, out)
+		}
+		t.Logf("slot51 on the shim:\n%s", out)
+		for _, want := range []string{
+			"slot51(ctx, NULL, perThread 0) = CUDA_SUCCESS, out CU_STREAM_LEGACY",
+			"slot51(ctx, NULL, perThread 1) = CUDA_SUCCESS, out CU_STREAM_PER_THREAD",
+			"slot51(ctx, a created stream, 0) = CUDA_SUCCESS, out the stream itself",
+			"slot51(other ctx, the primary context's stream, 0) = CUDA_ERROR_INVALID_CONTEXT",
+			"slot51(ctx, NULL, out=NULL, 0) = CUDA_ERROR_INVALID_VALUE",
+			"slot51(ctx, stream 0x1000, &out, 0) = CUDA_ERROR_INVALID_HANDLE",
+			"done",
+		} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("slot51: output lacks %q:\n%s", want, out)
+			}
+		}
+		if n := strings.Count(string(out), ": SAME"); n != 10 || strings.Contains(string(out), "DIFFERENT") {
+			t.Errorf("slot51: %d ids the same as cuStreamGetId's, want 10, none different:\n%s", n, out)
+		}
+	})
+
 	// GPUOS_SHIM_TRACE=2 logs every call with its arguments and result, and
 	// the program runs as it does untraced.
 	t.Run("call trace", func(t *testing.T) {
