@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/client"
 	cu "github.com/gpuos/gpuos/internal/abi/cuda"
 )
@@ -61,6 +62,12 @@ type Driver struct {
 	host hostMap
 
 	ids atomic.Uint64 // context, stream and buffer ids
+
+	// trust is the tenant's trust tier (v1.TrustTier) once a session has
+	// told it, trustUnknown before (trust.go); sessionTrust reads it from a
+	// session (tests replace it).
+	trust        atomic.Int32
+	sessionTrust func(*client.Session) (v1.TrustTier, bool)
 }
 
 // New returns a driver; nothing happens until Init.
@@ -74,13 +81,16 @@ func New(cfg Config) *Driver {
 	if cfg.Host == nil {
 		cfg.Host = mmapHost{}
 	}
-	return &Driver{
+	d := &Driver{
 		cfg: cfg, log: cfg.Log,
 		contexts: newTable[ctxObj](kindContext), streams: newTable[stream](kindStream),
 		events: newTable[event](kindEvent), modules: newTable[module](kindModule),
 		functions: newTable[function](kindFunction), libraries: newTable[library](kindLibrary),
-		kernels: newTable[kernel](kindKernel),
+		kernels:      newTable[kernel](kindKernel),
+		sessionTrust: sessionTrust,
 	}
+	d.trust.Store(trustUnknown)
+	return d
 }
 
 // Log returns the driver's log.
@@ -229,6 +239,7 @@ func (d *Driver) session(dev *device) (*session, Result) {
 	}
 	sess := &session{dev: dev, s: s}
 	sess.blocking = newDstream(d, sess, st)
+	d.noteTrust(s)
 	if base, size := s.Window(); size > 0 {
 		if err := reserveHostRange(base, size); err != nil {
 			d.log.Printf("device %d: its address window %#x+%#x overlaps this process's host memory (%v): "+

@@ -97,6 +97,9 @@ func (d *Driver) LibraryLoadData(t Thread, code uintptr, o LibraryOptions) (uint
 	if r != cu.CUDA_SUCCESS {
 		return 0, r
 	}
+	if r := d.admitImage(data, "cuLibraryLoadData"); r != cu.CUDA_SUCCESS {
+		return 0, r
+	}
 	if !o.Preserved {
 		data = bytes.Clone(data)
 	}
@@ -117,6 +120,9 @@ func (d *Driver) LibraryLoadFromFile(t Thread, path string, o LibraryOptions) (u
 	}
 	if len(data) == 0 {
 		return 0, cu.CUDA_ERROR_INVALID_IMAGE
+	}
+	if r := d.admitImage(data, "cuLibraryLoadFromFile"); r != cu.CUDA_SUCCESS {
+		return 0, r
 	}
 	return d.newLibrary(data, path), cu.CUDA_SUCCESS
 }
