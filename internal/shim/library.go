@@ -20,7 +20,8 @@ import (
 // that looking every kernel up, as the runtime does at start-up, loads
 // nothing: a library whose kernels are never launched (most of cuBLAS's)
 // never reaches the daemon, and an image the daemon would refuse fails
-// where it is first used, as with CUDA's lazy loading.
+// where it is first used, as with CUDA's lazy loading — except machine code
+// for a guarded tenant, refused at load (trust.go).
 
 // library is a CUlibrary.
 type library struct {
