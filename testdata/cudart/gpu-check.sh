@@ -195,6 +195,18 @@ if gcc -std=gnu11 -O1 -o "$W/exporttables" testdata/cudart/exporttables.c -ldl -
 else
     say "FAIL build exporttables: $(head -3 "$W/exporttables.build")"
 fi
+# Slots 51 and 39 of the 21318c60 table (cuBLASLt's stream object and its id),
+# on the real driver and through gpuos (testdata/cudart/slot51.c).
+if gcc -std=gnu11 -O1 -Iinclude -o "$W/slot51" testdata/cudart/slot51.c -ldl 2> "$W/slot51.build"; then
+    (cd "$W" && timeout 60 ./slot51 "${REAL:-/usr/local/nvidia/lib64/libcuda.so.1}" > slot51.real.out 2>&1)
+    (cd "$W" && timeout 60 "${GPUOS[@]}" -- ./slot51 "$CARRY/libcuda.so.1" > slot51.gpuos.out 2>&1)
+    say "slot51 real driver:"
+    grep -v '^probe' "$W/slot51.real.out" | cutl 200 >> "$S"
+    say "slot51 through gpuos:"
+    grep -v '^probe' "$W/slot51.gpuos.out" | cutl 200 >> "$S"
+else
+    say "FAIL build slot51: $(head -3 "$W/slot51.build")"
+fi
 
 # ---- 2. nvcc programs ------------------------------------------------------------
 say ""
