@@ -89,6 +89,16 @@ func (c *Client) Backend() string { return c.backend }
 // Device describes a GPU the daemon serves.
 type Device = v1.DeviceInfo
 
+// TrustTier is a tenant's trust tier (config: trust).
+type TrustTier = v1.TrustTier
+
+// Trust tiers.
+const (
+	TrustGuarded  = v1.TrustGuarded
+	TrustTrusted  = v1.TrustTrusted
+	TrustIsolated = v1.TrustIsolated
+)
+
 // Devices lists the daemon's devices, with the backend and CUDA driver version.
 func (c *Client) Devices(ctx context.Context) ([]Device, error) {
 	var d v1.Devices
@@ -154,7 +164,7 @@ func (c *Client) OpenSession(ctx context.Context, opts SessionOptions) (*Session
 		return nil, fmt.Errorf("open session: hello to driver: %w", err)
 	}
 	s := &Session{rpc: rpc, id: so.SessionID, tenant: so.Tenant, rights: so.Rights,
-		windowBase: so.WindowBase, windowSize: so.WindowSize, quota: so.MemoryQuota}
+		windowBase: so.WindowBase, windowSize: so.WindowSize, quota: so.MemoryQuota, trust: so.Trust}
 	if err := s.startHotPath(ctx, c.opts); err != nil {
 		rpc.Close()
 		return nil, fmt.Errorf("open session: %w", err)

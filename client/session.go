@@ -24,6 +24,7 @@ type Session struct {
 	windowBase uint64
 	windowSize uint64
 	quota      uint64
+	trust      TrustTier
 	closed     atomic.Bool
 	hot        *hotSession // rings and staging (hotpath.go)
 }
@@ -36,6 +37,10 @@ func (s *Session) Tenant() string { return s.tenant }
 
 // Rights returns the rights the session was opened with or last restricted to.
 func (s *Session) Rights() Rights { return Rights(atomic.LoadUint64((*uint64)(&s.rights))) }
+
+// Trust returns the trust tier of the session's tenant: what code it may
+// load (guarded PTX only, or also allowlisted machine code).
+func (s *Session) Trust() TrustTier { return s.trust }
 
 // Window returns the base and size of the session's device address window:
 // every buffer of the session lies inside it.

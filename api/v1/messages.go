@@ -250,6 +250,10 @@ type SessionOpened struct {
 	WindowBase  uint64
 	WindowSize  uint64
 	MemoryQuota uint64
+	// Trust is the tenant's trust tier, so that the shim can refuse code
+	// the tier cannot run where it is loaded rather than where it is first
+	// used (a guarded tenant's machine-code-only library).
+	Trust TrustTier
 }
 
 func (*SessionOpened) Type() Type { return TypeSessionOpened }
@@ -260,6 +264,7 @@ func (m *SessionOpened) Encode(e *Encoder) {
 	e.PutUint64(m.WindowBase)
 	e.PutUint64(m.WindowSize)
 	e.PutUint64(m.MemoryQuota)
+	e.PutUint8(uint8(m.Trust))
 }
 func (m *SessionOpened) Decode(d *Decoder) error {
 	m.SessionID = d.Uint64()
@@ -268,6 +273,7 @@ func (m *SessionOpened) Decode(d *Decoder) error {
 	m.WindowBase = d.Uint64()
 	m.WindowSize = d.Uint64()
 	m.MemoryQuota = d.Uint64()
+	m.Trust = d.trustTier()
 	return d.Err()
 }
 

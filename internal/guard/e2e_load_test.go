@@ -142,6 +142,16 @@ func TestTrustTiers(t *testing.T) {
 	}
 
 	_, loner := session(t, env, "loner")
+	// Each session is told its tenant's tier (the shim refuses code the
+	// tier cannot run where it is loaded).
+	for _, c := range []struct {
+		s    *client.Session
+		want client.TrustTier
+	}{{guarded, client.TrustGuarded}, {vendor, client.TrustTrusted}, {loner, client.TrustIsolated}} {
+		if have := c.s.Trust(); have != c.want {
+			t.Errorf("%s: Trust() = %v, want %v", c.s.Tenant(), have, c.want)
+		}
+	}
 	_, err = loner.LoadProgram(ctx, readPTX(t, filepath.Join("..", "..", "testdata", "kernels", "vecadd.ptx")), "v")
 	if !errors.Is(err, client.ErrUnsupported) || !strings.Contains(err.Error(), "isolated") {
 		t.Errorf("isolated tenant loading: %v, want Unsupported", err)

@@ -393,7 +393,7 @@ func (m *Manager) attach(ctx context.Context, cl *client, d *driverProc, r *v1.O
 	m.sessions[id] = &sessionRec{id: id, tenant: t.Name, device: int(r.Device), pid: cl.cred.PID, uid: cl.cred.UID}
 	m.mu.Unlock()
 	return &v1.SessionOpened{SessionID: id, Tenant: t.Name, Rights: rights, WindowBase: att.WindowBase,
-		WindowSize: att.WindowSize, MemoryQuota: share.Memory}, []int{clientEnd}, nil
+		WindowSize: att.WindowSize, MemoryQuota: share.Memory, Trust: attach.Trust}, []int{clientEnd}, nil
 }
 
 func (m *Manager) listSessions(ctx context.Context, cl *client) []v1.SessionStat {

@@ -23,8 +23,7 @@ import (
 // the few libraries it uses, not the thousands cuBLAS registers.
 //
 // The tier comes from the session: the first one opened tells it (the
-// manager's SessionOpened, through client.Session's Trust method once the
-// client has one). Until then — libraries a static runtime loads before any
+// manager's SessionOpened, client.Session.Trust). Until then — libraries a static runtime loads before any
 // context — the daemon's lazy refusal is all there is.
 
 // Errors returned by the trust checks.
@@ -33,17 +32,9 @@ var (
 	errMachineCodeOnly = v1.Errorf(v1.CodeUnsupported, "module has no PTX to guard")
 )
 
-// trustReporter is a session that says its tenant's trust tier.
-type trustReporter interface{ Trust() v1.TrustTier }
-
-// sessionTrust returns what a session says of its tenant's trust tier, and
-// whether it says anything.
-func sessionTrust(s *client.Session) (v1.TrustTier, bool) {
-	if tr, ok := any(s).(trustReporter); ok {
-		return tr.Trust(), true
-	}
-	return 0, false
-}
+// sessionTrust returns what a session says of its tenant's trust tier (the
+// manager's SessionOpened carries it), and whether it says anything.
+func sessionTrust(s *client.Session) (v1.TrustTier, bool) { return s.Trust(), true }
 
 // trustUnknown is Driver.trust before a session has told the tier.
 const trustUnknown = -1

@@ -84,7 +84,7 @@ func Samples() []v1.Message {
 		&v1.Error{Code: v1.CodeLaunchFailed, Result: 719, Message: "launch failed: unspecified launch failure"},
 		&v1.HelloReply{Major: v1.Major, Minor: v1.Minor, Server: "gpuos test", Backend: "sim"},
 		&v1.Devices{Devices: []v1.DeviceInfo{dev, {Ordinal: 1, Name: "sim"}}, Backend: "cuda", DriverVersion: 13000},
-		&v1.SessionOpened{SessionID: 7, Tenant: "alice", Rights: v1.AllSessionRights, WindowBase: 1 << 40, WindowSize: 1 << 34, MemoryQuota: 8 << 30},
+		&v1.SessionOpened{SessionID: 7, Tenant: "alice", Rights: v1.AllSessionRights, WindowBase: 1 << 40, WindowSize: 1 << 34, MemoryQuota: 8 << 30, Trust: v1.TrustTrusted},
 		&v1.Sessions{Sessions: []v1.SessionStat{stat, {ID: 8, State: "closed"}}},
 		&v1.AuditLines{Lines: []string{`{"op":"open"}`, "", `{"op":"launch"}`}},
 		&v1.BufferCreated{Handle: 9, Addr: 1<<40 + 1<<21, Size: 1 << 21},
