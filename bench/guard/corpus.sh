@@ -9,8 +9,10 @@
 # shared objects (cuobjdump -xptx), and PTX that Triton and NVRTC (CuPy)
 # generate for a few kernels (realworld_ptx.py). Environment:
 #   OUT=DIR          default /tmp/gpuos-guard-corpus
-#   LOAD_MAX=N       load at most N modules (a deterministic sample; JIT of big modules is slow), default 300
-#   LOAD_TIMEOUT=S   give the loader at most S seconds per half (originals, guarded), default 1800
+#   LOAD_MAX=N       load at most N modules and their guarded forms (a deterministic sample of
+#                    those whose .target the GPU can load; JIT of big modules is slow), default 300
+#   LOAD_TIMEOUT=S   stop starting pairs after S seconds, default 1800
+#   PAIR_TIMEOUT=S   give one pair (original, then guarded) at most S seconds, default 60
 #   PYTHON=python3
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -58,39 +60,58 @@ echo "== 3. parse + guard (guardtool corpus)"
 grep '^#' "$OUT/corpus.tsv"
 
 echo
-echo "== 4. load with the real driver: originals, then their guarded forms (sample of at most $LOAD_MAX)"
+echo "== 4. load with the real driver: each sampled original, then its guarded form (at most $LOAD_MAX pairs)"
 nvcc -O2 -o "$OUT/ptxload" bench/guard/ptxload.c -lcuda
-# A deterministic sample of guarded modules: every k-th.
+# Only modules this GPU can load at all: PTX whose .target is at most the
+# device's compute capability (the libraries also carry sm_100 and sm_120 PTX).
+CC=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+CC=${CC:-90}
+target_of() { head -c 65536 "$1" | grep -m1 -o '^\.target[[:space:]]*sm_[0-9]*' | grep -o '[0-9]*$'; }
 mapfile -t G < <(ls "$OUT"/guarded/*.guarded.ptx 2>/dev/null | sort)
-step=$(( (${#G[@]} + LOAD_MAX - 1) / LOAD_MAX )); [[ $step -lt 1 ]] && step=1
-SAMPLE=(); ORIG=()
-for ((i = 0; i < ${#G[@]}; i += step)); do
-	g=${G[$i]}
-	SAMPLE+=("$g")
-	ORIG+=("$OUT/ptx/$(basename "${g%.guarded.ptx}").ptx")
+ELIG=()
+for g in "${G[@]}"; do
+	o="$OUT/ptx/$(basename "${g%.guarded.ptx}").ptx"
+	t=$(target_of "$o")
+	[[ -n $t && $t -le $CC ]] && ELIG+=("$g")
 done
-timeout "$LOAD_TIMEOUT" "$OUT/ptxload" "${ORIG[@]}" > "$OUT/load.orig.txt" 2>&1
-timeout "$LOAD_TIMEOUT" "$OUT/ptxload" "${SAMPLE[@]}" > "$OUT/load.guarded.txt" 2>&1
-both=0; orig_ok=0; guarded_only_fail=0
-: > "$OUT/load.failures.txt"
-for ((i = 0; i < ${#SAMPLE[@]}; i++)); do
-	o=${ORIG[$i]}; g=${SAMPLE[$i]}
-	if grep -q "^ok $o " "$OUT/load.orig.txt"; then
+# A deterministic sample of them: every k-th.
+step=$(( (${#ELIG[@]} + LOAD_MAX - 1) / LOAD_MAX )); [[ $step -lt 1 ]] && step=1
+SAMPLE=()
+for ((i = 0; i < ${#ELIG[@]}; i += step)); do SAMPLE+=("${ELIG[$i]}"); done
+echo "  ${#ELIG[@]} guarded modules target sm_$CC or older; sampling ${#SAMPLE[@]}"
+# Pairs one at a time, original then guarded, each pair in its own process
+# under PAIR_TIMEOUT, until LOAD_TIMEOUT: a pair is complete or not counted.
+PAIR_TIMEOUT=${PAIR_TIMEOUT:-60}
+deadline=$(( $(date +%s) + LOAD_TIMEOUT ))
+both=0; orig_ok=0; orig_fail=0; guarded_only_fail=0; reached=0; slow=0
+: > "$OUT/load.txt"; : > "$OUT/load.failures.txt"
+for g in "${SAMPLE[@]}"; do
+	[[ $(date +%s) -ge $deadline ]] && break
+	o="$OUT/ptx/$(basename "${g%.guarded.ptx}").ptx"
+	res=$(timeout "$PAIR_TIMEOUT" "$OUT/ptxload" "$o" "$g" 2>/dev/null)
+	echo "$res" >> "$OUT/load.txt"
+	reached=$((reached + 1))
+	if grep -q "^ok $o " <<< "$res"; then
 		orig_ok=$((orig_ok + 1))
-		if grep -q "^ok $g " "$OUT/load.guarded.txt"; then
+		if grep -q "^ok $g " <<< "$res"; then
 			both=$((both + 1))
-		else
+		elif grep -q "^FAIL $g " <<< "$res"; then
 			guarded_only_fail=$((guarded_only_fail + 1))
-			grep "^FAIL $g " "$OUT/load.guarded.txt" >> "$OUT/load.failures.txt" || echo "FAIL $g (not reached: timeout?)" >> "$OUT/load.failures.txt"
+			grep "^FAIL $g " <<< "$res" | cut -c1-400 >> "$OUT/load.failures.txt"
+		else
+			slow=$((slow + 1)) # the guarded form's JIT ran out of the pair's time
+			echo "TIMEOUT $g (after ${PAIR_TIMEOUT}s)" >> "$OUT/load.failures.txt"
 		fi
+	elif grep -q "^FAIL $o " <<< "$res"; then
+		orig_fail=$((orig_fail + 1))
 	fi
 done
-echo "  sampled ${#SAMPLE[@]} guarded modules; originals that load on this GPU: $orig_ok"
+echo "  pairs reached: $reached of ${#SAMPLE[@]}; originals that load: $orig_ok (refused by the driver: $orig_fail)"
 echo "  guarded modules that load where the original does: $both/$orig_ok"
-[[ $guarded_only_fail -gt 0 ]] && { echo "  failures (ptxas refused the guarded form):"; head -20 "$OUT/load.failures.txt" | sed 's/^/    /'; }
+[[ $guarded_only_fail -gt 0 || $slow -gt 0 ]] && { echo "  failures (guarded form refused or too slow):"; head -20 "$OUT/load.failures.txt" | sed 's/^/    /'; }
 
 echo
 echo "== summary"
 grep '^# parsed\|^# guarded' "$OUT/corpus.tsv"
 echo "# loaded:  $both/$orig_ok guarded modules of the sample (where the original loads)   goal 100%"
-echo "details: $OUT/corpus.tsv (per file), $OUT/load.*.txt"
+echo "details: $OUT/corpus.tsv (per file), $OUT/load.txt, $OUT/load.failures.txt"
