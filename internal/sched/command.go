@@ -88,6 +88,16 @@ const (
 	// Queue.Flush, or a synchronizing call (WaitIssued, Wait) issues what is
 	// left itself.
 	Batched
+	// Small: the command is launches of at most a wave of the device each
+	// (the driver's joined small launches), whose measured time on a stream
+	// the host cannot keep busy is mostly the host's time to issue them.
+	// Its estimate alone does not earn it a completion event of its own:
+	// on a GPU the events it would add slow the host further, which raises
+	// the estimate again, and a burst settles at an event every command.
+	// It shares its stream's event as cheap commands do (TrackEvery,
+	// FlushDelay); a waiting submitter, the high class, and the in-flight
+	// and lookahead bounds still track it at once.
+	Small
 )
 
 // Command is one unit of work for a backend stream.

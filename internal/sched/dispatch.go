@@ -409,7 +409,7 @@ func (s *Scheduler) issueLocked(a *action) {
 	}
 	p.add(c, cost, units)
 	track := c.Flags&Sync != 0 || q.waiting > 0 || p.n >= s.opts.TrackEvery || a.hi != 0 || t.class() == ClassHigh ||
-		(e == EngineCompute && cost >= trackComputeNs) || (e == EngineCopy && c.Bytes >= trackCopyBytes) ||
+		(e == EngineCompute && cost >= trackComputeNs && c.Flags&Small == 0) || (e == EngineCopy && c.Bytes >= trackCopyBytes) ||
 		eng.inflight > te.inflight || te.inflight >= s.opts.TenantInFlight || !s.engineRoom(e) || s.closed
 	if track {
 		sq.tail = nil

@@ -71,9 +71,10 @@
 //
 // # Completion and accounting
 //
-// Issued work is tracked with events: a costly command, one whose submitter
-// waits, or any command of the high class gets its own; small commands of
-// one stream share one (every TrackEvery, and at least every FlushDelay). One
+// Issued work is tracked with events: a costly command (by its estimate,
+// unless flagged Small), one whose submitter waits, or any command of the
+// high class gets its own; small commands of one stream share one (every
+// TrackEvery, and at least every FlushDelay). One
 // goroutine per stream waits for its events in order and signals completion.
 // Compute events are timed, and each turn group has its own accounting chain
 // (group 0 one for all its work): a point's charge is the GPU time from the

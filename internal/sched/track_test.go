@@ -1,0 +1,83 @@
+package sched_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gpuos/gpuos/internal/backend"
+	"github.com/gpuos/gpuos/internal/sched"
+)
+
+// A device whose events each measure slowEventTime: on a GPU that a host
+// cannot keep busy, every command measures the host's interval between
+// commands, and a tenant's estimate ends above the tracking threshold.
+const slowEventTime = 100 * time.Microsecond
+
+type slowDevice struct{ fakeDevice }
+
+func (d *slowDevice) NewEvent(backend.EventFlags) (backend.Event, error) {
+	return &slowEvent{&fakeEvent{}}, nil
+}
+
+type slowEvent struct{ *fakeEvent }
+
+func (e *slowEvent) Elapsed(backend.Event) (time.Duration, error) { return slowEventTime, nil }
+
+// recordingStream counts the events recorded on it.
+type recordingStream struct {
+	*fakeStream
+	records atomic.Int64
+}
+
+func (r *recordingStream) Record(e backend.Event) error {
+	r.records.Add(1)
+	return r.fakeStream.Record(e.(*slowEvent).fakeEvent)
+}
+
+// TestSmallCommandsShareAnEvent: once a tenant's commands measure above the
+// tracking threshold, each gets a completion event of its own, unless it is
+// flagged Small: those share one, as cheap commands do.
+func TestSmallCommandsShareAnEvent(t *testing.T) {
+	const n = 8 // fewer than TrackEvery
+	for _, c := range []struct {
+		name  string
+		flags sched.Flags
+		want  int64 // events recorded while the n commands are in flight
+	}{
+		{"costly", 0, 1 + n},         // a start event (the chain was idle), then an end each
+		{"small", sched.Small, 1 + 0}, // the start event; the end comes at the flush
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSched(t, sched.Options{Device: &slowDevice{}, FlushDelay: time.Hour})
+			q := newQueue(t, s, sched.QueueParams{Tenant: "t", Session: 1, Depth: 64})
+			st := &recordingStream{fakeStream: newFakeStream(false)}
+			ctx := tctx(t)
+			// A command the submitter waits for measures slowEventTime: the
+			// tenant's estimate goes above the threshold.
+			if err := q.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: st, Issue: st.op, Flags: sched.Sync}); err != nil {
+				t.Fatal(err)
+			}
+			st.release(-1)
+			if err := q.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			before := st.records.Load()
+			for range n {
+				if err := q.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: st, Issue: st.op, Flags: c.flags}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := q.WaitIssued(ctx, nil); err != nil { // their events recorded too
+				t.Fatal(err)
+			}
+			if have := st.records.Load() - before; have != c.want {
+				t.Errorf("%d events recorded for %d commands, want %d\n%s", have, n, c.want, s.Dump())
+			}
+			st.release(-1)
+			if err := q.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
