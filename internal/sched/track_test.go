@@ -45,7 +45,7 @@ func TestSmallCommandsShareAnEvent(t *testing.T) {
 		flags sched.Flags
 		want  int64 // events recorded while the n commands are in flight
 	}{
-		{"costly", 0, 1 + n},         // a start event (the chain was idle), then an end each
+		{"costly", 0, 1 + n},          // a start event (the chain was idle), then an end each
 		{"small", sched.Small, 1 + 0}, // the start event; the end comes at the flush
 	} {
 		t.Run(c.name, func(t *testing.T) {
