@@ -543,6 +543,11 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch) error {
 	}
 	lc.first = launchArgs{fn: k.fn, cfg: cfg, params: append(lc.inline[:0:len(lc.inline)], m.Params...)}
 	lc.Command = sched.Command{Kind: sched.Compute, Stream: so.st, Issue: lc.issue, Done: s.deferDone}
+	if small {
+		// Its measured time is mostly ours to issue it: no event of its own
+		// for that (see smallLaunch).
+		lc.Flags |= sched.Small
+	}
 	k.slicing.prepare(&lc.Command, so.st, cfg, lc.first.params)
 	s.joinable = nil
 	// Launches after it may join it until it is issued.
@@ -561,15 +566,17 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch) error {
 }
 
 // Launches a command carries. Joining spares the scheduler's work per
-// command (a few µs on the lent H100), but the scheduler charges a burst of
-// small launches about the time it takes to issue them, and a command it
-// estimates at 20 µs or more gets a completion event of its own (an event
-// recorded, waited for and measured, about 11-14 µs per event on the H100 by
-// runs 7 and 8), where cheaper ones share one per 16 commands. Eight
-// launches a command (about 27 µs to issue) cost an event every eight
-// launches and were slower than one (the shim's launch benchmark) or barely
-// faster (gpuos bench); four stay under joinTarget and cost one event per
-// 64 launches.
+// command (a few µs on the lent H100); issuing a command holds the
+// dispatcher, which every tenant's work waits for, so joinTarget bounds
+// that. The scheduler charges a burst of small launches about the time it
+// takes to issue them, since the GPU waits for the host between them: four
+// launches of 5 µs each measure 20 µs, which by the estimate alone would
+// earn a command a completion event of its own (recorded, waited for and
+// measured, 11-14 µs by runs 7 and 8), slowing the host and raising the
+// estimate further, so that a burst settles at an event a command (likely
+// run 11a's 1.58x native in the shim's launch benchmark; BenchmarkWallLaunch
+// shows it on a device timed by the wall clock). Small launch commands are
+// flagged sched.Small instead, and share an event per 16 commands.
 const (
 	defaultJoin = 4
 	maxJoined   = 8 // what $GPUOS_LAUNCH_JOIN may ask for

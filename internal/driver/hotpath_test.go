@@ -16,6 +16,7 @@ import (
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/backend"
 	"github.com/gpuos/gpuos/internal/backend/sim"
+	"github.com/gpuos/gpuos/internal/sched"
 	"github.com/gpuos/gpuos/internal/wire"
 )
 
@@ -331,6 +332,32 @@ func TestLaunchesOfProgramsJoin(t *testing.T) {
 	}
 	if commands != 3 {
 		t.Errorf("%d launches went in %d commands, want 3", n, commands)
+	}
+}
+
+// A command of small launches is flagged sched.Small: the scheduler's
+// estimate of it, mostly the time the host takes to issue it, earns it no
+// completion event of its own.
+func TestSmallLaunchesAreSmallCommands(t *testing.T) {
+	f := newJoinFixture(t)
+	f.launch(0, 1)
+	f.add(0, &v1.Synchronize{})
+	var flags sched.Flags
+	joined := false
+	sc := f.serve(func() {
+		if lc := f.s.joinable; lc != nil { // the first launch is held unissued
+			joined, flags = true, lc.Flags
+		}
+		close(f.rec.gate)
+	})
+	if len(sc.errs) != 0 {
+		t.Fatalf("errors: %v", sc.errs)
+	}
+	if !joined {
+		t.Fatal("the small launch's command is not open to joining")
+	}
+	if flags&sched.Small == 0 {
+		t.Errorf("small launch command flags %b, want Small (%b) set", flags, sched.Small)
 	}
 }
 
