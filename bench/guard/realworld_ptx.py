@@ -128,13 +128,17 @@ try:
     from cupy.cuda import compiler
     cc = cupy.cuda.Device().compute_capability
     def nvrtc_ptx(src, name):
-        try:
-            return compiler.compile_using_nvrtc(src, options=(), arch="compute_%s" % cc, filename=name + ".cu")
-        except TypeError:
-            pass
+        # CuPy's compile_using_nvrtc takes arch as an int in some versions and
+        # as "compute_XX" in others; NVRTC's own binding takes options as str.
+        errors = []
+        for arch in (int(cc), "compute_%s" % cc):
+            try:
+                return compiler.compile_using_nvrtc(src, options=(), arch=arch, filename=name + ".cu")
+            except Exception as e:
+                errors.append(repr(e))
         from cupy_backends.cuda.libs import nvrtc  # the raw NVRTC binding CuPy uses
         prog = nvrtc.createProgram(src, name + ".cu", [], [])
-        nvrtc.compileProgram(prog, [("--gpu-architecture=compute_%s" % cc).encode()])
+        nvrtc.compileProgram(prog, ["--gpu-architecture=compute_%s" % cc])
         return nvrtc.getPTX(prog)
 
     for name, src in CUPY_KERNELS.items():
