@@ -109,6 +109,7 @@ _Static_assert(sizeof(CUmemAccessDesc) == 12, "CUmemAccessDesc");
 	X(cuModuleGetGlobal_v2, (CUdeviceptr *, size_t *, CUmodule, const char *)) \
 	X(cuFuncGetParamInfo, (CUfunction, size_t, size_t *, size_t *)) \
 	X(cuFuncGetAttribute, (int *, int, CUfunction)) \
+	X(cuFuncSetAttribute, (CUfunction, int, int)) \
 	X(cuStreamCreateWithPriority, (CUstream *, unsigned int, int)) \
 	X(cuStreamDestroy_v2, (CUstream)) \
 	X(cuStreamQuery, (CUstream)) \
@@ -489,6 +490,12 @@ static CUresult gpuos_launch(gpuos_ctx *c, CUfunction f, unsigned gx, unsigned g
 		GPUOS_CU_LAUNCH_PARAM_END,
 	};
 	return GPUOS_CALL(c->lib, cuLaunchKernel, f, gx, gy, gz, bx, by, bz, shmem, s, NULL, extra);
+}
+
+// gpuos_func_set_attr sets a kernel attribute (cuFuncSetAttribute).
+static CUresult gpuos_func_set_attr(gpuos_ctx *c, CUfunction f, int attr, int value) {
+	USE(c);
+	return GPUOS_CALL(c->lib, cuFuncSetAttribute, f, attr, value);
 }
 
 // Directions of gpuos_copy_async and gpuos_copy_sync.
@@ -935,6 +942,11 @@ func (c *dctx) launch(f hFunction, cfg *backend.LaunchConfig, s hStream, params 
 		C.uint(cfg.Grid[0]), C.uint(cfg.Grid[1]), C.uint(cfg.Grid[2]),
 		C.uint(cfg.Block[0]), C.uint(cfg.Block[1]), C.uint(cfg.Block[2]),
 		C.uint(cfg.SharedMem), s, p, C.size_t(len(params))))
+}
+
+// funcSetAttr sets attribute attr of f to value (cuFuncSetAttribute).
+func (c *dctx) funcSetAttr(f hFunction, attr cuda.CUfunction_attribute, value int32) cuda.CUresult {
+	return cuda.CUresult(C.gpuos_func_set_attr(c.p, f, C.int(attr), C.int(value)))
 }
 
 // Copy directions.

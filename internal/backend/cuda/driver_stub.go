@@ -80,6 +80,9 @@ func (*dctx) hostRegister([]byte) cuda.CUresult                             { re
 func (*dctx) hostUnregister([]byte) cuda.CUresult                           { return notLoaded }
 func (*dctx) moduleLoad([]byte, []byte) (hModule, cuda.CUresult)            { return nil, notLoaded }
 func (*dctx) moduleUnload(hModule) cuda.CUresult                            { return notLoaded }
+func (*dctx) funcSetAttr(hFunction, cuda.CUfunction_attribute, int32) cuda.CUresult {
+	return notLoaded
+}
 func (*dctx) function(hModule, []byte) (hFunction, [numFuncAttrs]int32, []backend.Param, cuda.CUresult) {
 	return nil, [numFuncAttrs]int32{}, nil, notLoaded
 }

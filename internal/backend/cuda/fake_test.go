@@ -193,6 +193,19 @@ func TestFakeLaunch(t *testing.T) {
 		c.params = c.inline[:size]
 		must(t, st.Launch(f, backend.LaunchConfig{Grid: [3]uint32{4, 1, 1}, Block: [3]uint32{256, 1, 1}}, c.params))
 	}
+	// More than 48 KiB of dynamic shared memory: the backend opts the
+	// kernel in (cuBLAS's sm90 GEMMs ask for 80 KiB; the real driver refuses
+	// such a launch otherwise, run 14a); past the device's limit the launch
+	// fails.
+	for _, c := range []struct {
+		shared uint32
+		ok     bool
+	}{{80 << 10, true}, {64 << 10, true}, {232448, true}, {232448 + 4, false}} {
+		err := st.Launch(f, backend.LaunchConfig{Grid: [3]uint32{4, 1, 1}, Block: [3]uint32{256, 1, 1}, SharedMem: c.shared}, params)
+		if (err == nil) != c.ok {
+			t.Errorf("launch with %d bytes of dynamic shared memory: %v, want ok %v", c.shared, err, c.ok)
+		}
+	}
 	if err := st.Launch(f, backend.LaunchConfig{Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}, params[:27]); !errors.Is(err, backend.ErrInvalidArgument) {
 		t.Fatalf("Launch with 27 parameter bytes = %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpuos/gpuos/internal/abi/cuda"
 	"github.com/gpuos/gpuos/internal/backend"
@@ -183,6 +184,7 @@ func (m *module) Function(name string) (backend.Function, error) {
 		BinaryVersion:       a(cuda.CU_FUNC_ATTRIBUTE_BINARY_VERSION),
 		MaxDynamicSharedMem: a(cuda.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES),
 	}
+	f.dynShared.Store(uint32(max(f.attrs.MaxDynamicSharedMem, 0)))
 	m.funcs[name] = f
 	return f, nil
 }
@@ -241,6 +243,9 @@ type function struct {
 	params    []backend.Param
 	paramSize int // bytes of the parameter buffer; -1 if the driver cannot say
 	attrs     backend.FuncAttributes
+	// dynShared is the dynamic shared memory a launch may ask for now
+	// (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), raised on demand.
+	dynShared atomic.Uint32
 }
 
 var _ backend.Function = (*function)(nil)

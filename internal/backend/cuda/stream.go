@@ -86,6 +86,16 @@ func (s *stream) Launch(f backend.Function, cfg backend.LaunchConfig, params []b
 		}
 		n = fn.paramSize
 	}
+	if cfg.SharedMem > fn.dynShared.Load() {
+		// More dynamic shared memory than 48 KiB must be opted into per
+		// kernel (cuBLAS's sm90 GEMMs ask for 80 KiB and more): the
+		// application did, in its own process (the shim checked it against
+		// the device's opt-in limit), so the driver process does the same.
+		if r := s.dev.c.funcSetAttr(fn.h, cuda.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int32(cfg.SharedMem)); r != 0 {
+			return s.dev.fail("launch "+fn.name+": dynamic shared memory", r)
+		}
+		fn.dynShared.Store(cfg.SharedMem)
+	}
 	if r := s.dev.c.launch(fn.h, &cfg, s.h, params[:n]); r != 0 {
 		return s.dev.fail("launch "+fn.name, r)
 	}

@@ -375,7 +375,9 @@ CUresult cuMemHostUnregister(void *p) {
 }
 
 struct module { int loaded; unsigned char counter[16]; CUdeviceptr counter_va; struct map *counter_map; };
-struct function { const char *name; int nparams; size_t off[4], size[4]; };
+// maxdyn: the dynamic shared memory a launch may ask for beyond the default
+// 48 KiB (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), 0: the default.
+struct function { const char *name; int nparams; size_t off[4], size[4]; int maxdyn; };
 static struct function fn_vecadd = {"vecadd", 4, {0, 8, 16, 24}, {8, 8, 8, 4}};
 static struct function fn_poke = {"poke", 1, {0}, {8}};
 static struct function fn_empty = {"empty", 0, {0}, {0}};
@@ -469,15 +471,24 @@ CUresult cuFuncGetParamInfo(void *f, size_t i, size_t *off, size_t *size) {
 }
 CUresult cuFuncGetAttribute(int *v, int attr, void *f) {
 	CTX;
-	(void)f;
 	switch (attr) {
 	case 0: *v = 1024; return OK;
 	case 4: *v = 8; return OK;
 	case 5: case 6: *v = 90; return OK;
-	case 8: *v = 48 << 10; return OK;
+	case 8: *v = ((struct function *)f)->maxdyn ? ((struct function *)f)->maxdyn : 48 << 10; return OK;
 	}
 	if (attr < 0 || attr > 15) return INVALID_VALUE;
 	*v = 0;
+	return OK;
+}
+
+// As the H100's driver: dynamic shared memory up to 227 KiB, opted into per
+// kernel.
+CUresult cuFuncSetAttribute(void *f, int attr, int v) {
+	CTX;
+	if (attr != 8) return INVALID_VALUE;
+	if (v < 0 || v > 232448) return INVALID_VALUE;
+	((struct function *)f)->maxdyn = v;
 	return OK;
 }
 
@@ -514,10 +525,11 @@ CUresult cuStreamAddCallback(void *s, CUstreamCallback cb, void *user, unsigned 
 
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
 		unsigned shmem, void *s, void **params, void **extra) {
-	(void)shmem; (void)s;
+	(void)s;
 	CTX;
 	struct function *fn = f;
 	if (!gx || !gy || !gz || !bx || !by || !bz || (unsigned long long)bx * by * bz > 1024) return INVALID_VALUE;
+	if (shmem > (unsigned)(fn->maxdyn ? fn->maxdyn : 48 << 10)) return INVALID_VALUE;
 	if (params) return INVALID_VALUE; // the backend passes parameters through extra only
 	unsigned char *buf = NULL;
 	size_t size = 0;
