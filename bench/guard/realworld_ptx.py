@@ -17,6 +17,8 @@ written = 0
 
 def save(name, ptx):
     global written
+    if isinstance(ptx, tuple):  # some CuPy versions return (ptx, name mapping)
+        ptx = ptx[0]
     if isinstance(ptx, bytes):
         ptx = ptx.decode()
     with open(os.path.join(out, name + ".ptx"), "w") as f:
