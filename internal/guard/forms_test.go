@@ -2,6 +2,7 @@ package guard_test
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -328,5 +329,25 @@ func TestDynamicSharedLimit(t *testing.T) {
 				t.Errorf("limit bounded by the dynamic array's end: have %v, want %v\n%s", got, tt.exact, out)
 			}
 		})
+	}
+}
+
+// TestRangeWorkBudget: a function whose range analysis runs past its budget
+// gets no proofs, so every shared access stays checked (the largest library
+// kernels took minutes to analyze) and no fast variant is made.
+func TestRangeWorkBudget(t *testing.T) {
+	src := readPTX(t, filepath.Join("..", "..", "testdata", "kernels", "reduce.ptx"))
+	_, full := guardText(t, src)
+	if full.Stats.ProvenShape == 0 {
+		t.Fatalf("reduce.ptx: no shared access proven with the default budget; the test needs one: %+v", full.Stats)
+	}
+	restore := guard.SetRangeWorkBudget(10)
+	defer restore()
+	_, cut := guardText(t, src)
+	if cut.Stats.ProvenShape != 0 {
+		t.Errorf("over budget: ProvenShape = %d, want 0 (nothing proven)", cut.Stats.ProvenShape)
+	}
+	if full.Stats.Variants == 0 || cut.Stats.Variants != 0 {
+		t.Errorf("fast variants: %d with the default budget, %d over it; want some, then none", full.Stats.Variants, cut.Stats.Variants)
 	}
 }

@@ -1259,6 +1259,16 @@ type rangeResult struct {
 const maxConds = 12
 
 // analyzeRanges runs the analysis over r's function.
+// rangeWorkBudget bounds the range analysis of one function, in
+// instructions stepped plus register values copied and joined: 34 times
+// what the largest bench or testdata kernel needs (gemm_reg, 29,434), far
+// below what each of cuSOLVER's getrf kernels took (3 s each; their 8 MB
+// module took 53 s to guard here, 100 s on the GPU machine, and 7.5 s with
+// the budget).
+var rangeWorkBudget = 1_000_000
+
+var debugRangeWork = false
+
 func analyzeRanges(r *fnRewriter) *rangeResult {
 	if len(shadowedRegs(r.f.Body)) > 0 {
 		return nil
@@ -1384,6 +1394,7 @@ func analyzeRanges(r *fnRewriter) *rangeResult {
 		ra.refine(e, setp, (s == taken) != neg)
 		return e
 	}
+	work := 0
 	for pass := 0; ; pass++ {
 		if pass > 64 {
 			return nil // did not settle: prove nothing
@@ -1392,6 +1403,16 @@ func analyzeRanges(r *fnRewriter) *rangeResult {
 		for _, b := range order {
 			if in[b] == nil {
 				continue
+			}
+			// The states are maps over the function's registers, copied per
+			// block: on the largest library kernels (cuSOLVER's, 8 MB of
+			// PTX) the fixpoint took minutes. Past the budget, prove
+			// nothing: every shared access stays checked.
+			if work += end(b) - fl.start[b] + 1 + len(in[b].vals); work > rangeWorkBudget {
+				if debugRangeWork {
+					println("range work over budget", r.f.Name, len(nodes), nb)
+				}
+				return nil
 			}
 			st := in[b].clone()
 			for i := fl.start[b]; i <= end(b); i++ {
@@ -1404,6 +1425,7 @@ func analyzeRanges(r *fnRewriter) *rangeResult {
 					changed = true
 					continue
 				}
+				work += len(e.vals) + len(in[s].vals)
 				nw := ra.joinStates(in[s], e)
 				if fl.rpo[s] <= fl.rpo[b] {
 					visits[s]++
@@ -1420,6 +1442,9 @@ func analyzeRanges(r *fnRewriter) *rangeResult {
 		if !changed {
 			break
 		}
+	}
+	if debugRangeWork {
+		println("range work", r.f.Name, work)
 	}
 	// Narrowing: widening dropped bounds that the loop's own exit test
 	// restores (for (s = 1; s < ntid; s <<= 1)). Recompute each head from
