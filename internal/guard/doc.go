@@ -25,7 +25,10 @@
 //     variables, the module's constants or the kernel's parameters. A generic
 //     address of a space the module never converts fails the window check.
 //   - .shared (and .shared::cluster, which is checked against the own block):
-//     [0, %total_smem_size + reserved); the address rotated right by
+//     [0, %total_smem_size + reserved), or, where the module declares
+//     dynamic shared memory (an unsized .extern .shared array), up to that
+//     array's exact end (its address + %dynamic_smem_size) when that is
+//     lower: the hardware rounds %total_smem_size up; the address rotated right by
 //     log2(width) must be below that bound shifted by the same amount (one
 //     funnel shift and one compare: the rotation moves misaligned low bits to
 //     the top).
