@@ -23,8 +23,9 @@ import (
 // the few libraries it uses, not the thousands cuBLAS registers.
 //
 // The tier comes from the session: the first one opened tells it (the
-// manager's SessionOpened, client.Session.Trust). Until then — libraries a static runtime loads before any
-// context — the daemon's lazy refusal is all there is.
+// manager's SessionOpened, client.Session.Trust). Until then — libraries a
+// static runtime loads before any context — the daemon's lazy refusal is all
+// there is.
 
 // Errors returned by the trust checks.
 var (
