@@ -503,6 +503,10 @@ func (s *Session) getGlobal(m *v1.GetGlobal) (v1.Message, error) {
 // ---- launches ---------------------------------------------------------------
 
 func (s *Session) launch(ctx context.Context, m *v1.Launch) error {
+	var recv time.Time
+	if s.latency != nil {
+		recv = time.Now()
+	}
 	obj, err := s.table.Lookup(cap.Handle(m.Kernel), cap.KindKernel, 0)
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)
@@ -537,6 +541,9 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch) error {
 		}
 	}
 	lc := &launchCmd{s: s, st: so.st}
+	if s.latency != nil {
+		lc.stamps = &launchStamps{recv: recv}
+	}
 	lc.progs = append(lc.prog1[:0], k.prog)
 	if k.done != nil {
 		lc.kdones = append(lc.kdone1[:0], k.done)
@@ -657,6 +664,8 @@ type launchCmd struct {
 	inline [128]byte
 	prog1  [1]*programObj
 	kdone1 [1]func(error)
+	// stamps times the command ($GPUOS_LATENCY_LOG, latency.go); nil: off.
+	stamps *launchStamps
 }
 
 type launchArgs struct {
@@ -712,6 +721,9 @@ func (lc *launchCmd) issue() error {
 			err = lerr
 		}
 	}
+	if st := lc.stamps; st != nil && st.issue0.IsZero() {
+		st.issue0, st.issue1 = start, time.Now()
+	}
 	lc.s.noteIssue(time.Since(start), 1+len(more))
 	return err
 }
@@ -733,6 +745,10 @@ func (s *Session) noteIssue(d time.Duration, launches int) {
 func (lc *launchCmd) finish(s *Session) func(error) {
 	return func(err error) {
 		defer s.launchDones.Done()
+		if st := lc.stamps; st != nil {
+			st.done = time.Now()
+			s.latency.add(st)
+		}
 		lc.close() // nothing joins from here: kdones stay as they are
 		if len(lc.kdones) == 0 {
 			s.deferError(err)

@@ -60,6 +60,7 @@ type Session struct {
 	joinable    *launchCmd       // the last command submitted, if launches may still join it
 	joinBlocks  uint64           // the largest grid (in blocks) of a launch that may join others
 	joinFixed   int              // launches a command may carry, if fixed ($GPUOS_LAUNCH_JOIN); 0: joinLimit decides
+	latency     *latencyRec      // launch latency stages ($GPUOS_LATENCY_LOG); nil: off
 	syncStreams []backend.Stream // settle's scratch
 }
 
@@ -87,6 +88,9 @@ func (d *Driver) newSession(p *v1.AttachSession, t *tenantState) (*Session, erro
 	}
 	s.deferDone = s.deferError
 	s.joinBlocks, s.joinFixed = smallGrid(&d.info), fixedJoin()
+	if latencyLog() != "" {
+		s.latency = &latencyRec{}
+	}
 	if s.queue, err = d.sched.NewQueue(d.queueParams(s)); err != nil {
 		w.Close()
 		lg.Close()
@@ -166,6 +170,9 @@ func (s *Session) teardown() {
 	s.queue.Close()
 	s.queue.Wait(context.Background())
 	s.waitLaunchDones()
+	if s.latency != nil {
+		s.latency.write(latencyLog(), fmt.Sprintf("%d (tenant %s, %s)", s.id, s.tenant.name, s.params.Label))
+	}
 	s.d.unregisterWindow(s)
 	s.table.Close()
 	if s.stream != nil {

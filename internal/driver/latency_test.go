@@ -1,0 +1,49 @@
+package driver
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	v1 "github.com/gpuos/gpuos/api/v1"
+)
+
+// With the latency diagnostic on, a session stamps each launch command's
+// stages and writes their percentiles and slowest commands when asked.
+func TestLaunchLatencyStages(t *testing.T) {
+	f := newJoinFixture(t)
+	f.s.latency = &latencyRec{}
+	f.s.joinFixed = 1 // a command a launch
+	for range 3 {
+		f.launch(0, f.sms+1) // not small: a command of its own
+	}
+	f.add(0, &v1.Synchronize{})
+	sc := f.serve(func() { close(f.rec.gate) })
+	if len(sc.errs) != 0 {
+		t.Fatalf("errors: %v", sc.errs)
+	}
+	f.s.waitLaunchDones()
+	f.s.latency.mu.Lock()
+	n := len(f.s.latency.stamps)
+	for _, st := range f.s.latency.stamps {
+		if st.recv.IsZero() || st.issue0.Before(st.recv) || st.issue1.Before(st.issue0) || st.done.Before(st.issue1) {
+			t.Errorf("stamps out of order: %+v", st)
+		}
+	}
+	f.s.latency.mu.Unlock()
+	if n != 3 {
+		t.Fatalf("%d launch commands stamped, want 3", n)
+	}
+	path := filepath.Join(t.TempDir(), "latency.log")
+	f.s.latency.write(path, "test")
+	out, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"session test: 3 launch commands", "recv->issue", "issue (driver)", "issued->done", "recv->done", "slow: "} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+}
