@@ -26,6 +26,14 @@
 // SessionStat. Shared memory segments live in a window of their owner
 // tenant that belongs to no session.
 //
+// Environment, for measuring on a GPU (all optional; the defaults are what
+// the benchmarks on the lent H100 chose): $GPUOS_LAUNCH_JOIN (1 to 8) fixes
+// how many small launches a scheduler command carries; $GPUOS_RING_SPIN how
+// long a ring is polled before its reader sleeps (package ring);
+// $GPUOS_SWAP_PIN=register pins swap memory by registering it;
+// $GPUOS_LATENCY_LOG names a file each session appends its launch commands'
+// stage times to when it ends (latency.go).
+//
 // Lock order: Driver.mu, then Session.mu. Neither is held while calling the
 // backend, the scheduler, the memory manager or cap (whose cleanups call back
 // into sessions). The memory manager's callbacks (Quiesce under a window's
