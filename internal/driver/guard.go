@@ -35,6 +35,7 @@ import (
 	"github.com/gpuos/gpuos/internal/fatbin"
 	"github.com/gpuos/gpuos/internal/guard"
 	"github.com/gpuos/gpuos/internal/ledger"
+	"github.com/gpuos/gpuos/internal/mangle"
 	"github.com/gpuos/gpuos/internal/mem"
 	"github.com/gpuos/gpuos/internal/ptx"
 	"github.com/gpuos/gpuos/internal/wire"
@@ -79,11 +80,14 @@ type guardedProgram struct {
 	// pointers, for allowlisted PTX, says per kernel which parameters may be
 	// addresses (guard.PointerParams): only those are checked at launch.
 	pointers map[string][]bool
-	res      *guard.Result // nil when trusted
-	params   backend.DevicePtr
-	slot     faultSlot
-	globals  *mem.Allocation // relocated .global variables, in the window
-	gbase    uint64
+	// mangled, for allowlisted SASS, caches per kernel name which parameters
+	// its mangled name leaves able to hold an address (mangledPointers).
+	mangled sync.Map      // string → []bool
+	res     *guard.Result // nil when trusted
+	params  backend.DevicePtr
+	slot    faultSlot
+	globals *mem.Allocation // relocated .global variables, in the window
+	gbase   uint64
 
 	mu       sync.Mutex
 	span     atomic.Uint64 // the window span last written into the parameters
@@ -354,7 +358,11 @@ func (s *Session) guardLaunch(k *kernelObj, params []byte) error {
 	}
 	gp := k.prog.guard
 	if gp.trusted {
-		return s.checkTrustedArgs(k, params, gp.pointers[k.name])
+		pointers, ok := gp.pointers[k.name]
+		if !ok {
+			pointers = gp.namePointers(k)
+		}
+		return s.checkTrustedArgs(k, params, pointers)
 	}
 	lo, hi := s.window.GuardRange()
 	if gp.span.Load() != uint64(hi-lo) {
@@ -366,9 +374,10 @@ func (s *Session) guardLaunch(k *kernelObj, params []byte) error {
 // checkTrustedArgs: every 8-byte argument that may be an address is 0, or
 // inside the session's window, or inside a module global the session looked
 // up. For allowlisted PTX, pointers says which parameters may be addresses; for
-// SASS (pointers nil) every 8-byte argument is checked, so an 8-byte scalar (a
-// size_t, a double) that is neither is refused too: that is the price of
-// checking machine code the guard cannot read.
+// SASS it is what the kernel's mangled name says (mangledPointers), and nil
+// (every 8-byte argument is checked) where there is none to go by, so an
+// 8-byte scalar (a size_t, a seed) that is neither is refused too: that is
+// the price of checking machine code the guard cannot read.
 func (s *Session) checkTrustedArgs(k *kernelObj, params []byte, pointers []bool) error {
 	lo, hi := s.window.GuardRange()
 	floor := addressFloor()
@@ -380,6 +389,47 @@ func (s *Session) checkTrustedArgs(k *kernelObj, params []byte, pointers []bool)
 	return fmt.Errorf("%w: kernel %s argument %d (bytes %d..%d) is %#x, not inside the session's window %#x..%#x "+
 		"(an 8-byte argument from %#x up to %#x could be an address and is checked like a pointer)",
 		ErrTrustedArgument, k.name, i, prm.Offset, prm.Offset+8, v, uint64(lo), uint64(hi), floor, uint64(noAddressFrom))
+}
+
+// namePointers returns mangledPointers for a kernel of an allowlisted SASS
+// module, worked out once per kernel name.
+func (gp *guardedProgram) namePointers(k *kernelObj) []bool {
+	if v, ok := gp.mangled.Load(k.name); ok {
+		return v.([]bool)
+	}
+	ptr := mangledPointers(k.name, len(k.fn.Params()))
+	gp.mangled.Store(k.name, ptr)
+	return ptr
+}
+
+// mangledPointers says which of a kernel's n parameters may hold an address,
+// from what its Itanium-mangled name says of their types; nil (check them
+// all) for an extern "C" name, one the mangle package cannot read with
+// certainty, or one whose parameter count is not the kernel's.
+//
+// Only floating-point types and std::nullptr_t are taken for no address.
+// Builtin integers stay checked, because code passes addresses in them:
+// CuPy's own cuRAND kernels do, init_curand(intptr_t state, uint64_t seed,
+// ssize_t size) and execute_dist(intptr_t state, intptr_t out, …) write
+// through their first integers, so leaving integers unchecked would let a
+// tenant have an allowlisted kernel write into another tenant's memory.
+// Pointers, references, classes and structs by value (which may hold
+// pointers: curandStateXORWOW, CUB's and CUTLASS's parameter structs),
+// template parameters and substitutions stay checked too.
+func mangledPointers(name string, n int) []bool {
+	sig, err := mangle.Parse(name)
+	if err != nil {
+		return nil
+	}
+	kinds, ok := sig.Layout(n)
+	if !ok {
+		return nil
+	}
+	ptr := make([]bool, n)
+	for i, k := range kinds {
+		ptr[i] = k != mangle.Floating && k != mangle.Null
+	}
+	return ptr
 }
 
 // An 8-byte argument is checked only where it could be an address. Below the
