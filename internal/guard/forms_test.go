@@ -125,14 +125,7 @@ func TestFormsChecked(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			at := 0
-			for _, w := range tt.want {
-				i := strings.Index(out[at:], w)
-				if i < 0 {
-					t.Fatalf("guarded text lacks %q after offset %d:\n%s", w, at, out)
-				}
-				at += i + len(w)
-			}
+			wantInOrder(t, out, tt.want)
 			if res.Stats.Checked != tt.checked {
 				t.Errorf("checked %d accesses, want %d (stats %+v)", res.Stats.Checked, tt.checked, res.Stats)
 			}

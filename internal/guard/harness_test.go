@@ -359,3 +359,17 @@ func entries(m *ptx.Module) []string {
 }
 
 func shortName(path string) string { return strings.TrimSuffix(filepath.Base(path), ".ptx") }
+
+// wantInOrder fails the test unless out holds every string of want, in
+// that order.
+func wantInOrder(t testing.TB, out string, want []string) {
+	t.Helper()
+	at := 0
+	for _, w := range want {
+		i := strings.Index(out[at:], w)
+		if i < 0 {
+			t.Fatalf("guarded text lacks %q after offset %d:\n%s", w, at, out)
+		}
+		at += i + len(w)
+	}
+}

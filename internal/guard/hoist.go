@@ -25,13 +25,19 @@ func setKey(ks []int) string {
 // be dominated by it). Segments whose accesses use the same checks share it,
 // which keeps the number of predicates live across a loop small.
 func (r *fnRewriter) setReg(h *hoisted, ks []int) *ptx.Reg {
+	return regOfSet(h.setPred, ks, r.p)
+}
+
+// regOfSet returns the register m keeps for a set of checks, made with
+// newReg on first use.
+func regOfSet(m map[string]*ptx.Reg, ks []int, newReg func() *ptx.Reg) *ptx.Reg {
 	key := setKey(ks)
-	p, ok := h.setPred[key]
+	reg, ok := m[key]
 	if !ok {
-		p = r.p()
-		h.setPred[key] = p
+		reg = newReg()
+		m[key] = reg
 	}
-	return p
+	return reg
 }
 
 func (r *fnRewriter) checkInt(c *hcheck) *ptx.Reg {
@@ -199,13 +205,7 @@ const maxSink = 4096
 // safeReg returns the register a set's loads use as their base (sinkBase),
 // creating it on first use like setReg.
 func (r *fnRewriter) safeReg(h *hoisted, ks []int) *ptx.Reg {
-	key := setKey(ks)
-	q, ok := h.setSafe[key]
-	if !ok {
-		q = r.q()
-		h.setSafe[key] = q
-	}
-	return q
+	return regOfSet(h.setSafe, ks, r.q)
 }
 
 // hoistedUse predicates an access on its hoisted checks. An access without a

@@ -2,7 +2,6 @@ package guard_test
 
 import (
 	"bytes"
-	"strings"
 	"testing"
 )
 
@@ -128,14 +127,7 @@ func TestSharedProofs(t *testing.T) {
 				t.Errorf("proven %d, variants %d, checked %d; want %d, %d, %d (stats %+v)\n%s",
 					st.ProvenShape, st.Variants, st.Checked, tt.proven, tt.variants, tt.checked, st, out)
 			}
-			at := 0
-			for _, w := range tt.want {
-				i := strings.Index(out[at:], w)
-				if i < 0 {
-					t.Fatalf("guarded text lacks %q after offset %d:\n%s", w, at, out)
-				}
-				at += i + len(w)
-			}
+			wantInOrder(t, out, tt.want)
 		})
 	}
 }

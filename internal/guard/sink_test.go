@@ -146,14 +146,7 @@ func TestSinkForms(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := string(m.Bytes())
-			at := 0
-			for _, w := range tt.want {
-				i := strings.Index(out[at:], w)
-				if i < 0 {
-					t.Fatalf("guarded text lacks %q after offset %d:\n%s", w, at, out)
-				}
-				at += i + len(w)
-			}
+			wantInOrder(t, out, tt.want)
 			for _, n := range tt.not {
 				if strings.Contains(out, n) {
 					t.Errorf("guarded text has %q:\n%s", n, out)
