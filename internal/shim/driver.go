@@ -67,7 +67,7 @@ type Driver struct {
 	// told it, trustUnknown before (trust.go); sessionTrust reads it from a
 	// session (tests replace it).
 	trust        atomic.Int32
-	sessionTrust func(*client.Session) (v1.TrustTier, bool)
+	sessionTrust func(*client.Session) v1.TrustTier
 }
 
 // New returns a driver; nothing happens until Init.

@@ -33,18 +33,16 @@ var (
 	errMachineCodeOnly = v1.Errorf(v1.CodeUnsupported, "module has no PTX to guard")
 )
 
-// sessionTrust returns what a session says of its tenant's trust tier (the
-// manager's SessionOpened carries it), and whether it says anything.
-func sessionTrust(s *client.Session) (v1.TrustTier, bool) { return s.Trust(), true }
+// sessionTrust returns a session's tenant's trust tier (the manager's
+// SessionOpened carries it).
+func sessionTrust(s *client.Session) v1.TrustTier { return s.Trust() }
 
 // trustUnknown is Driver.trust before a session has told the tier.
 const trustUnknown = -1
 
 // noteTrust records the tier a newly opened session told.
 func (d *Driver) noteTrust(s *client.Session) {
-	if tier, ok := d.sessionTrust(s); ok {
-		d.trust.Store(int32(tier))
-	}
+	d.trust.Store(int32(d.sessionTrust(s)))
 }
 
 // guardedTenant reports whether the tenant is known to be guarded.

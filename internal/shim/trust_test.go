@@ -42,7 +42,7 @@ func machineOnlyFatbin(t testing.TB, data []byte) []byte {
 func trustDriver(t *testing.T, tier v1.TrustTier) (*Driver, *bytes.Buffer) {
 	d, log := newDriver(t)
 	d.log.trace.Store(TraceOff)
-	d.sessionTrust = func(*client.Session) (v1.TrustTier, bool) { return tier, true }
+	d.sessionTrust = func(*client.Session) v1.TrustTier { return tier }
 	return d, log
 }
 
