@@ -1267,8 +1267,6 @@ const maxConds = 12
 // the budget).
 var rangeWorkBudget = 1_000_000
 
-var debugRangeWork = false
-
 func analyzeRanges(r *fnRewriter) *rangeResult {
 	if len(shadowedRegs(r.f.Body)) > 0 {
 		return nil
@@ -1409,9 +1407,6 @@ func analyzeRanges(r *fnRewriter) *rangeResult {
 			// PTX) the fixpoint took minutes. Past the budget, prove
 			// nothing: every shared access stays checked.
 			if work += end(b) - fl.start[b] + 1 + len(in[b].vals); work > rangeWorkBudget {
-				if debugRangeWork {
-					println("range work over budget", r.f.Name, len(nodes), nb)
-				}
 				return nil
 			}
 			st := in[b].clone()
@@ -1442,9 +1437,6 @@ func analyzeRanges(r *fnRewriter) *rangeResult {
 		if !changed {
 			break
 		}
-	}
-	if debugRangeWork {
-		println("range work", r.f.Name, work)
 	}
 	// Narrowing: widening dropped bounds that the loop's own exit test
 	// restores (for (s = 1; s < ntid; s <<= 1)). Recompute each head from
