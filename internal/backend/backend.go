@@ -99,6 +99,33 @@ type Device interface {
 	Synchronize() error
 }
 
+// Partitioner is a Device that can confine streams to part of its SMs
+// (CUDA green contexts, driver 12.4 and later). The driver keeps SMs free for
+// latency-critical tenants by creating every other tenant's streams in a
+// partition: a high-priority kernel then finds SMs idle instead of waiting for
+// a best-effort block to end (up to a block's whole run time: stream
+// priorities order only the blocks not yet started).
+type Partitioner interface {
+	// Partition returns a partition of the device's SMs that leaves at least
+	// reserve of them out (the device rounds to its granularity: 8 SMs on
+	// sm_90). ErrUnsupported if the device cannot partition;
+	// ErrInvalidArgument if reserve is not positive or leaves no SM.
+	Partition(reserve int) (Partition, error)
+}
+
+// Partition is a subset of a device's SMs that its streams' kernels run on.
+// Memory, modules and events are the device's: only where blocks run differs.
+type Partition interface {
+	// SMs is the number of SMs the partition's kernels may run on, Reserved
+	// the number left out.
+	SMs() int
+	Reserved() int
+	// NewStream creates a stream in the partition; priority as Device.NewStream.
+	NewStream(priority int) (Stream, error)
+	// Close releases the partition; its streams must have been destroyed.
+	Close() error
+}
+
 // Chunk is physical device memory.
 type Chunk interface {
 	Size() uint64

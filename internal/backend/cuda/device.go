@@ -38,6 +38,7 @@ type Device struct {
 	modules    map[*module]struct{}
 	hostAllocs map[*hostMem]struct{}
 	callbacks  map[*callback]struct{} // enqueued, not yet run
+	partitions map[*partition]struct{}
 }
 
 var _ backend.Device = (*Device)(nil)
@@ -51,6 +52,7 @@ func newDevice(b *Backend, ordinal int, info backend.DeviceInfo, c *dctx) (*Devi
 		modules:    map[*module]struct{}{},
 		hostAllocs: map[*hostMem]struct{}{},
 		callbacks:  map[*callback]struct{}{},
+		partitions: map[*partition]struct{}{},
 	}
 	d.prop = &cuda.CUmemAllocationProp{
 		Type:     cuda.CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -156,6 +158,19 @@ func (d *Device) Close() error {
 	_ = d.fail("close: synchronize", d.c.sync())
 	for _, s := range streams {
 		_ = d.c.streamDestroy(s.h)
+	}
+	// Green contexts after their streams, before the primary context goes.
+	d.mu.Lock()
+	parts := keys(d.partitions)
+	clear(d.partitions)
+	d.mu.Unlock()
+	for _, p := range parts {
+		p.mu.Lock()
+		if !p.closed {
+			p.closed = true
+			_ = d.c.partitionDestroy(p.g)
+		}
+		p.mu.Unlock()
 	}
 	for _, e := range events {
 		_ = d.c.eventDestroy(e.h)

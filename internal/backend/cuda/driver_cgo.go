@@ -46,12 +46,26 @@ typedef struct {
 } CUmemAllocationProp;
 typedef struct { CUmemLocation location; int flags; } CUmemAccessDesc;
 typedef void (*CUstreamCallback)(CUstream, CUresult, void *);
+typedef struct CUgreenCtx_st *CUgreenCtx;
+typedef struct CUdevResourceDesc_st *CUdevResourceDesc;
+// CUdevResource as of CUDA 13.0 (144 bytes, the SM fields at 96; the 580
+// driver's header, run 18a): only the SM type is used.
+typedef struct {
+	int type;
+	unsigned char _internal_padding[92];
+	union {
+		struct { unsigned int smCount, minSmPartitionSize, smCoscheduledAlignment; } sm;
+		unsigned char _oversize[48];
+	};
+} CUdevResource;
 
 _Static_assert(sizeof(CUuuid) == 16, "CUuuid");
 _Static_assert(sizeof(CUmemLocation) == 8, "CUmemLocation");
 _Static_assert(sizeof(CUmemAllocationProp) == 32, "CUmemAllocationProp");
 _Static_assert(offsetof(CUmemAllocationProp, allocFlags) == 24, "CUmemAllocationProp.allocFlags");
 _Static_assert(sizeof(CUmemAccessDesc) == 12, "CUmemAccessDesc");
+_Static_assert(sizeof(CUdevResource) == 144, "CUdevResource");
+_Static_assert(offsetof(CUdevResource, sm) == 96, "CUdevResource.sm");
 
 #define GPUOS_CUDA_SUCCESS                 0
 #define GPUOS_CUDA_ERROR_INVALID_VALUE     1
@@ -65,6 +79,8 @@ _Static_assert(sizeof(CUmemAccessDesc) == 12, "CUmemAccessDesc");
 #define GPUOS_CU_MEMHOSTALLOC_PORTABLE     1
 #define GPUOS_CU_MEMHOSTALLOC_DEVICEMAP    2
 #define GPUOS_CU_MEMHOSTREGISTER_PORTABLE  1
+#define GPUOS_CU_DEV_RESOURCE_TYPE_SM      1
+#define GPUOS_CU_GREEN_CTX_DEFAULT_STREAM  1
 
 // A result no driver returns: GPUOS_MISSING + i says the library lacks
 // gpuos_symbol_names[i]. Go turns it into an Unsupported error naming it.
@@ -129,7 +145,13 @@ _Static_assert(sizeof(CUmemAccessDesc) == 12, "CUmemAccessDesc");
 	X(cuEventQuery, (CUevent)) \
 	X(cuEventSynchronize, (CUevent)) \
 	X(cuEventElapsedTime, (float *, CUevent, CUevent)) \
-	X(cuEventElapsedTime_v2, (float *, CUevent, CUevent))
+	X(cuEventElapsedTime_v2, (float *, CUevent, CUevent)) \
+	X(cuDeviceGetDevResource, (CUdevice, CUdevResource *, int)) \
+	X(cuDevSmResourceSplitByCount, (CUdevResource *, unsigned int *, const CUdevResource *, CUdevResource *, unsigned int, unsigned int)) \
+	X(cuDevResourceGenerateDesc, (CUdevResourceDesc *, CUdevResource *, unsigned int)) \
+	X(cuGreenCtxCreate, (CUgreenCtx *, CUdevResourceDesc, CUdevice, unsigned int)) \
+	X(cuGreenCtxDestroy, (CUgreenCtx)) \
+	X(cuGreenCtxStreamCreate, (CUstream *, CUgreenCtx, unsigned int, int))
 
 // Symbol indices: GPUOS_SYM_cuInit, ...
 #define GPUOS_ENUM(name, args) GPUOS_SYM_##name,
@@ -534,6 +556,46 @@ static CUresult gpuos_memset(gpuos_ctx *c, CUdeviceptr dst, unsigned value, int 
 	}
 }
 
+// gpuos_partition creates a green context on the device's SMs less at least
+// reserve of them (the driver rounds up to its granularity) and reports how
+// many SMs it has and how many were left out. The green context is never
+// made current: only its streams are used, with the primary context current
+// (a green context's streams belong to the device's primary context, so its
+// memory, modules and events work on them).
+static CUresult gpuos_partition(gpuos_ctx *c, unsigned reserve, CUgreenCtx *g, unsigned *sms, unsigned *reserved) {
+	USE(c);
+	CUdevResource all, group, rest;
+	memset(&all, 0, sizeof all);
+	memset(&group, 0, sizeof group);
+	memset(&rest, 0, sizeof rest);
+	CUresult r = GPUOS_CALL(c->lib, cuDeviceGetDevResource, c->dev, &all, GPUOS_CU_DEV_RESOURCE_TYPE_SM);
+	if (r) return r;
+	unsigned groups = 1;
+	r = GPUOS_CALL(c->lib, cuDevSmResourceSplitByCount, &group, &groups, &all, &rest, 0, reserve);
+	if (r) return r;
+	if (groups != 1 || rest.sm.smCount == 0) return GPUOS_CUDA_ERROR_INVALID_VALUE;
+	CUdevResourceDesc desc;
+	r = GPUOS_CALL(c->lib, cuDevResourceGenerateDesc, &desc, &rest, 1);
+	if (r) return r;
+	r = GPUOS_CALL(c->lib, cuGreenCtxCreate, g, desc, c->dev, GPUOS_CU_GREEN_CTX_DEFAULT_STREAM);
+	if (r) return r;
+	*sms = rest.sm.smCount;
+	*reserved = all.sm.smCount - rest.sm.smCount;
+	return GPUOS_CUDA_SUCCESS;
+}
+
+static CUresult gpuos_partition_destroy(gpuos_ctx *c, CUgreenCtx g) {
+	USE(c);
+	return GPUOS_CALL(c->lib, cuGreenCtxDestroy, g);
+}
+
+// gpuos_partition_stream creates a stream of green context g. The driver
+// does not synchronize calls on one green context: the Go side serializes.
+static CUresult gpuos_partition_stream(gpuos_ctx *c, CUgreenCtx g, int priority, CUstream *s) {
+	USE(c);
+	return GPUOS_CALL(c->lib, cuGreenCtxStreamCreate, s, g, GPUOS_CU_STREAM_NON_BLOCKING, priority);
+}
+
 static CUresult gpuos_event_create(gpuos_ctx *c, unsigned flags, CUevent *e) {
 	USE(c);
 	return GPUOS_CALL(c->lib, cuEventCreate, e, flags);
@@ -620,6 +682,7 @@ type (
 	hFunction = C.CUfunction
 	hStream   = C.CUstream
 	hEvent    = C.CUevent
+	hGreenCtx = C.CUgreenCtx
 )
 
 // haveCgo: this build can load the driver.
@@ -904,6 +967,23 @@ func (c *dctx) global(m hModule, name []byte) (uint64, uint64, cuda.CUresult) {
 func (c *dctx) streamCreate(priority int) (hStream, cuda.CUresult) {
 	var s C.CUstream
 	r := C.gpuos_stream_create(c.p, C.int(priority), &s)
+	return s, cuda.CUresult(r)
+}
+
+// partition creates a green context without at least reserve SMs.
+func (c *dctx) partition(reserve int) (g hGreenCtx, sms, reserved int, r cuda.CUresult) {
+	var cs, cr C.uint
+	res := C.gpuos_partition(c.p, C.uint(reserve), &g, &cs, &cr)
+	return g, int(cs), int(cr), cuda.CUresult(res)
+}
+
+func (c *dctx) partitionDestroy(g hGreenCtx) cuda.CUresult {
+	return cuda.CUresult(C.gpuos_partition_destroy(c.p, g))
+}
+
+func (c *dctx) partitionStream(g hGreenCtx, priority int) (hStream, cuda.CUresult) {
+	var s C.CUstream
+	r := C.gpuos_partition_stream(c.p, g, C.int(priority), &s)
 	return s, cuda.CUresult(r)
 }
 

@@ -15,6 +15,7 @@ type (
 	hFunction = *struct{ function byte }
 	hStream   = *struct{ stream byte }
 	hEvent    = *struct{ event byte }
+	hGreenCtx = *struct{ green byte }
 )
 
 const haveCgo = false
@@ -89,8 +90,13 @@ func (*dctx) function(hModule, []byte) (hFunction, [numFuncAttrs]int32, []backen
 func (*dctx) global(hModule, []byte) (uint64, uint64, cuda.CUresult) { return 0, 0, notLoaded }
 func (*dctx) streamCreate(int) (hStream, cuda.CUresult)              { return nil, notLoaded }
 func (*dctx) streamDestroy(hStream) cuda.CUresult                    { return notLoaded }
-func (*dctx) streamQuery(hStream) cuda.CUresult                      { return notLoaded }
-func (*dctx) streamSync(hStream) cuda.CUresult                       { return notLoaded }
+func (*dctx) partition(int) (hGreenCtx, int, int, cuda.CUresult)     { return nil, 0, 0, notLoaded }
+func (*dctx) partitionDestroy(hGreenCtx) cuda.CUresult               { return notLoaded }
+func (*dctx) partitionStream(hGreenCtx, int) (hStream, cuda.CUresult) {
+	return nil, notLoaded
+}
+func (*dctx) streamQuery(hStream) cuda.CUresult { return notLoaded }
+func (*dctx) streamSync(hStream) cuda.CUresult  { return notLoaded }
 func (*dctx) launch(hFunction, *backend.LaunchConfig, hStream, []byte) cuda.CUresult {
 	return notLoaded
 }
@@ -116,3 +122,7 @@ func (*dctx) addCallback(hStream, uintptr) cuda.CUresult                { return
 // Without cgo no stream exists, so no callback is ever enqueued.
 func newCallbackHandle(*callback) uintptr { return 0 }
 func deleteCallbackHandle(uintptr)        {}
+
+func (*dctx) hostAllocMapped(int) ([]byte, uint64, cuda.CUresult) { return nil, 0, notLoaded }
+func (*dctx) memAlloc(uint64) (uint64, cuda.CUresult)             { return 0, notLoaded }
+func (*dctx) memFree(uint64) cuda.CUresult                        { return notLoaded }

@@ -15,7 +15,8 @@ type stream struct {
 	dev      *Device
 	h        hStream
 	priority int
-	live     liveness // Destroy and Close end it
+	part     *partition // the green context it was created in; nil: the whole device
+	live     liveness   // Destroy and Close end it
 }
 
 var _ backend.Stream = (*stream)(nil)
@@ -326,7 +327,11 @@ func (s *stream) Destroy() error {
 	d.mu.Lock()
 	delete(d.streams, s)
 	d.mu.Unlock()
-	return d.fail("destroy stream", d.c.streamDestroy(s.h))
+	err := d.fail("destroy stream", d.c.streamDestroy(s.h))
+	if s.part != nil {
+		s.part.streamGone()
+	}
+	return err
 }
 
 // event is a CUevent: a backend.Event.

@@ -16,7 +16,9 @@
 //   - a fault (poke at a bad address, a copy into inaccessible memory) is
 //     sticky: the call that caused it succeeds, every later call fails with
 //     CUDA_ERROR_ILLEGAL_ADDRESS, as a real launch fault surfaces later;
-//   - callbacks run on a thread of their own, as the driver's do.
+//   - callbacks run on a thread of their own, as the driver's do;
+//   - green contexts: the 132 SMs split in multiples of 8 (as sm_90's);
+//     a green context's streams are ordinary streams marked with it.
 //
 // Build variants: -DFAKE_SHIM exports gpuos_shim_version (gpuos's own shim);
 // -DFAKE_NO_RETAIN leaves out cuDevicePrimaryCtxRetain (a core entry point);
@@ -502,6 +504,53 @@ CUresult cuStreamCreateWithPriority(void **s, unsigned flags, int prio) {
 	return OK;
 }
 CUresult cuStreamDestroy_v2(void *s) { CTX; free(s); return OK; }
+
+// Green contexts. CUdevResource is 144 bytes: type at 0, the SM fields at 96.
+typedef struct { int type; unsigned char pad[92]; unsigned sm[3]; unsigned char rest[36]; } devres;
+struct green { unsigned sms; };
+CUresult cuDeviceGetDevResource(CUdevice d, devres *r, int type) {
+	STICKY;
+	if (d != 0 || type != 1) return INVALID_VALUE;
+	memset(r, 0, sizeof *r);
+	r->type = 1;
+	r->sm[0] = 132, r->sm[1] = 8, r->sm[2] = 8;
+	return OK;
+}
+CUresult cuDevSmResourceSplitByCount(devres *out, unsigned *n, const devres *in, devres *rem, unsigned flags, unsigned min) {
+	STICKY;
+	if (!n || !in || in->type != 1 || flags || min == 0) return INVALID_VALUE;
+	unsigned each = (min + 7) / 8 * 8, groups = in->sm[0] / each;
+	if (*n < groups) groups = *n;
+	for (unsigned i = 0; i < groups; i++) { out[i] = *in; out[i].sm[0] = each; }
+	if (rem) { *rem = *in; rem->sm[0] = in->sm[0] - groups * each; }
+	*n = groups;
+	return OK;
+}
+CUresult cuDevResourceGenerateDesc(void **desc, devres *r, unsigned n) {
+	STICKY;
+	if (n != 1 || r->type != 1 || r->sm[0] == 0) return INVALID_VALUE;
+	unsigned *sms = malloc(sizeof *sms);
+	*sms = r->sm[0];
+	*desc = sms;
+	return OK;
+}
+CUresult cuGreenCtxCreate(struct green **g, unsigned *desc, CUdevice d, unsigned flags) {
+	STICKY;
+	if (d != 0 || !desc || flags > 1) return INVALID_VALUE;
+	*g = calloc(1, sizeof **g);
+	(*g)->sms = *desc;
+	free(desc);
+	return OK;
+}
+CUresult cuGreenCtxDestroy(struct green *g) { STICKY; free(g); return OK; }
+CUresult cuGreenCtxStreamCreate(void **s, struct green *g, unsigned flags, int prio) {
+	CTX;
+	if (!g || flags != 1) return INVALID_VALUE;
+	struct stream *st = calloc(1, sizeof *st);
+	st->prio = prio;
+	*s = st;
+	return OK;
+}
 CUresult cuStreamQuery(void *s) { (void)s; CTX; return OK; }
 CUresult cuStreamSynchronize(void *s) { (void)s; CTX; return OK; }
 CUresult cuStreamWaitEvent(void *s, void *e, unsigned flags) { (void)s; (void)e; CTX; return flags ? INVALID_VALUE : OK; }
