@@ -18,7 +18,8 @@ import (
 // time alone divided by its waves, so a kernel alone takes what the
 // one-at-a-time engine gives it (to a nanosecond per wave); kernels that
 // leave SMs free run side by side, and a later kernel can finish first, as on
-// a GPU.
+// a GPU. A stream of a partition (partition.go) places its blocks on the
+// partition's SMs only, and its kernels' time alone is their time on those.
 //
 // Placement is final: a block placed keeps its SM, so a kernel enqueued later
 // (of a more urgent stream too) gets only the SM time left. A GPU's block
@@ -39,47 +40,56 @@ type span struct{ from, to uint64 }
 
 func newSMPool(n int) *smPool { return &smPool{busy: make([][]span, max(n, 1))} }
 
-// place runs blocks blocks of dur ns each, none starting before eligible,
-// and returns when the first one starts and the last one ends. Nothing can arrive before floor any
-// more (the host floor only rises, and placements come in enqueue order), so
-// intervals that end by then are forgotten.
-func (p *smPool) place(floor, eligible, blocks, dur uint64) (start, end uint64) {
+// place runs blocks blocks of dur ns each on the SMs of r, none starting
+// before eligible, and returns when the first one starts and the last one
+// ends. Nothing can arrive before floor any more (the host floor only rises,
+// and placements come in enqueue order), so intervals that end by then are
+// forgotten, on every SM.
+func (p *smPool) place(floor, eligible, blocks, dur uint64, r smRange) (start, end uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	idleFrom := uint64(0) // when every SM is idle for good
+	idleFrom := uint64(0) // when every SM of r is idle for good
 	for i, b := range p.busy {
 		k := 0
 		for k < len(b) && b[k].to <= floor {
 			k++
 		}
 		p.busy[i] = b[k:]
-		if n := len(p.busy[i]); n > 0 {
+		if n := len(p.busy[i]); n > 0 && r.has(i) {
 			idleFrom = max(idleFrom, p.busy[i][n-1].to)
 		}
 	}
 	start, end = ^uint64(0), eligible
-	n := uint64(len(p.busy))
+	sms := p.busy[r.lo:r.hi]
+	n := uint64(len(sms))
 	if waves := blocks / n; waves > 0 && idleFrom <= eligible {
-		// The device is idle from eligible on: whole waves side by side.
-		for i := range p.busy {
-			p.busy[i] = append(p.busy[i], span{eligible, eligible + waves*dur})
+		// The SMs are idle from eligible on: whole waves side by side.
+		for i := range sms {
+			sms[i] = append(sms[i], span{eligible, eligible + waves*dur})
 		}
 		blocks -= waves * n
 		start, end = eligible, eligible+waves*dur
 	}
 	for ; blocks > 0; blocks-- {
 		best, bestAt, bestIdle := 0, ^uint64(0), uint64(0)
-		for i, b := range p.busy {
+		for i, b := range sms {
 			at, idle := fit(b, eligible, dur)
 			if at < bestAt || at == bestAt && idle > bestIdle {
 				best, bestAt, bestIdle = i, at, idle
 			}
 		}
-		p.busy[best] = insert(p.busy[best], span{bestAt, bestAt + dur})
+		sms[best] = insert(sms[best], span{bestAt, bestAt + dur})
 		start, end = min(start, bestAt), max(end, bestAt+dur)
 	}
 	return min(start, end), end
 }
+
+// smRange is the SMs [lo, hi) a stream's blocks may run on: all of them, or
+// a partition's.
+type smRange struct{ lo, hi int }
+
+func (r smRange) n() int         { return r.hi - r.lo }
+func (r smRange) has(i int) bool { return r.lo <= i && i < r.hi }
 
 // fit is the earliest start at or after from of an interval of length dur
 // that overlaps none of the sorted intervals b, and when the SM became idle
@@ -115,15 +125,16 @@ func insert(b []span, s span) []span {
 }
 
 // placeKernel sets the end of a command of the compute engine that took
-// total ns alone (overhead included) over blocks blocks, starting from c.start.
-func (d *Device) placeKernel(c *cmd, total, overhead, blocks uint64) {
+// total ns alone on the SMs of r (overhead included) over blocks blocks,
+// starting from c.start.
+func (d *Device) placeKernel(c *cmd, total, overhead, blocks uint64, r smRange) {
 	blocks = max(blocks, 1)
-	sms := uint64(max(d.opts.SMs, 1))
+	sms := uint64(r.n())
 	waves := (blocks + sms - 1) / sms
 	work := total - min(overhead, total)
 	dur := (work + waves - 1) / waves
 	var start uint64
-	start, c.end = d.sms.place(c.floor, c.start+overhead, blocks, dur)
+	start, c.end = d.sms.place(c.floor, c.start+overhead, blocks, dur, r)
 	if f := d.sms.trace.Load(); f != nil {
 		var fn backend.Function
 		if c.fn != nil {
@@ -171,10 +182,10 @@ func (d *Device) TracePlacements(f func(Placement)) error {
 }
 
 // spread places a memset or device-to-device copy (its end already set as
-// if it ran alone) as one block per SM: alone it takes the same time.
-func (d *Device) spread(c *cmd, overhead time.Duration) {
+// if it ran alone) as one block per SM of r: alone it takes the same time.
+func (d *Device) spread(c *cmd, overhead time.Duration, r smRange) {
 	if d.sms == nil {
 		return
 	}
-	d.placeKernel(c, c.end-c.start, uint64(overhead), uint64(max(d.opts.SMs, 1)))
+	d.placeKernel(c, c.end-c.start, uint64(overhead), uint64(r.n()), r)
 }

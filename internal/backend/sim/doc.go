@@ -88,6 +88,16 @@
 // start, and when its first block started and its last ended, from which a
 // test measures what the command waited for on the device alone.
 //
+// With ConcurrentKernels the device is also a backend.Partitioner, as CUDA's
+// green contexts make a GPU: (*Device).Partition(reserve) leaves SMs
+// [0, reserved) out, reserved being reserve rounded up to 8 SMs (sm_90's
+// granularity; half the SMs on a device of fewer than 16), and its streams'
+// kernels, memsets and device-to-device copies run only on the other SMs,
+// their time alone taken on that many SMs. Streams made by NewStream still
+// use every SM, so a kernel of theirs finds the reserved SMs free however
+// much work the partitions' streams placed. %smid (block index mod SMs) does
+// not follow placement, in a partition or not.
+//
 // # What it does not model
 //
 //   - No SASS: a cubin, or a fatbin without PTX for sm_90 or lower, is

@@ -372,8 +372,9 @@ func (f *function) checkLaunch(cfg backend.LaunchConfig, params []byte) error {
 	return nil
 }
 
-// runKernel runs a launch command on the interpreter and sets its end time.
-func (d *Device) runKernel(c *cmd) error {
+// runKernel runs a launch command on the interpreter and sets its end time,
+// as a kernel on the SMs of r.
+func (d *Device) runKernel(c *cmd, r smRange) error {
 	f, cfg := c.fn, c.cfg
 	cost := d.opts.Cost
 	work, err := f.k.run(d.ctx, launchArgs{
@@ -388,10 +389,10 @@ func (d *Device) runKernel(c *cmd) error {
 		maxInstructions:  d.opts.MaxInstructions,
 		sms:              d.opts.SMs,
 	})
-	c.end = c.start + uint64(cost.KernelTime(work, d.opts.SMs))
+	c.end = c.start + uint64(cost.KernelTime(work, r.n()))
 	if d.sms != nil {
 		blocks := uint64(cfg.Grid[0]) * uint64(cfg.Grid[1]) * uint64(cfg.Grid[2])
-		d.placeKernel(c, c.end-c.start, uint64(cost.LaunchOverhead), blocks)
+		d.placeKernel(c, c.end-c.start, uint64(cost.LaunchOverhead), blocks, r)
 	}
 	if err != nil {
 		if d.ctx.Err() != nil {

@@ -81,6 +81,8 @@ type cmd struct {
 type Stream struct {
 	d        *Device
 	priority int
+	part     *partition // the partition it was created in, or nil
+	sms      smRange    // the SMs its compute-engine work runs on
 
 	// Guarded by d.qmu.
 	last      *cmd
@@ -110,15 +112,31 @@ func (d *Device) StreamPriorityRange() (least, greatest int) {
 // as CUDA does. The sim records the priority (Priority) but runs every engine
 // in enqueue order: ordering by priority is the scheduler's job.
 func (d *Device) NewStream(priority int) (backend.Stream, error) {
+	return d.newStream(priority, nil)
+}
+
+// newStream creates a stream in part, or on all SMs if part is nil.
+func (d *Device) newStream(priority int, part *partition) (backend.Stream, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
 	priority = min(max(priority, GreatestStreamPriority), LeastStreamPriority)
-	s := &Stream{d: d, priority: priority, wake: make(chan struct{}, 1), exited: make(chan struct{})}
+	s := &Stream{d: d, priority: priority, part: part, sms: smRange{0, max(d.opts.SMs, 1)},
+		wake: make(chan struct{}, 1), exited: make(chan struct{})}
+	if part != nil {
+		s.sms = part.sms
+	}
 	d.qmu.Lock()
 	if d.closed.Load() {
 		d.qmu.Unlock()
 		return nil, d.check()
+	}
+	if part != nil {
+		if part.closed {
+			d.qmu.Unlock()
+			return nil, fmt.Errorf("new stream: partition was closed: %w", ErrInvalidHandle)
+		}
+		part.streams++
 	}
 	d.streams[s] = struct{}{}
 	d.qmu.Unlock()
@@ -270,7 +288,7 @@ func (s *Stream) do(c *cmd) error {
 	cost := d.opts.Cost
 	switch c.kind {
 	case cmdLaunch:
-		return d.runKernel(c)
+		return d.runKernel(c, s.sms)
 	case cmdHtoD:
 		c.end = c.start + uint64(cost.CopyTime(CopyHtoD, c.n, c.pinned))
 		segs, err := d.as.resolve(c.dst, c.n)
@@ -293,7 +311,7 @@ func (s *Stream) do(c *cmd) error {
 		}
 	case cmdDtoD:
 		c.end = c.start + uint64(cost.CopyTime(CopyDtoD, c.n, false))
-		d.spread(c, cost.CopyOverhead)
+		d.spread(c, cost.CopyOverhead, s.sms)
 		dsts, err := d.as.resolve(c.dst, c.n)
 		if err != nil {
 			return d.fault(fmt.Errorf("copy device to device: destination: %w", err))
@@ -309,7 +327,7 @@ func (s *Stream) do(c *cmd) error {
 		return s.firstError()
 	case cmdMemset:
 		c.end = c.start + uint64(cost.CopyTime(CopyMemset, c.n, false))
-		d.spread(c, cost.CopyOverhead)
+		d.spread(c, cost.CopyOverhead, s.sms)
 		segs, err := d.as.resolve(c.dst, c.n)
 		if err != nil {
 			return d.fault(fmt.Errorf("memset: %w", err))
@@ -605,6 +623,9 @@ func (s *Stream) Destroy() error {
 	}
 	s.destroyed = true
 	delete(d.streams, s)
+	if s.part != nil {
+		s.part.streams--
+	}
 	d.qmu.Unlock()
 	s.stop()
 	return nil
