@@ -20,6 +20,10 @@
 #   DUR=S       seconds measured per run (default 10); WARM=S warm-up (default 2)
 #   SMS=N       the GPU's SM count (default 132, an H100 SXM)
 #   ARCH=sm_90  nvcc target for the native baseline
+#   RESERVE=N   SMs the daemon keeps free for the service (reserve_sms,
+#               default 8; 0: none). The best-effort tenants are also run
+#               alone on a daemon without it, the stricter baseline of their
+#               throughput verdict.
 #   DIAG=1      afterwards, the service alone and with the load again with
 #               every ring polling (GPUOS_RING_SPIN=$DIAG_SPIN, default 2ms):
 #               what waking an idle daemon costs the service (~30 s more)
@@ -31,6 +35,7 @@ DUR=${DUR:-10}
 WARM=${WARM:-2}
 SMS=${SMS:-132}
 ARCH=${ARCH:-sm_90}
+RESERVE=${RESERVE:-8}
 PTX=$PWD/testdata/kernels/bench.ptx
 
 # Workloads. The service: one block of 32 threads spinning 20 us, every 1 ms.
@@ -52,6 +57,8 @@ done
 command -v nvcc >/dev/null || { echo "nvcc not found (add /usr/local/cuda/bin to PATH)" >&2; exit 2; }
 rm -rf "$OUT"
 mkdir -p "$OUT"
+sed "s/^reserve_sms:.*/reserve_sms: $RESERVE/" bench/sched/sched.yaml > "$OUT/sched.yaml"
+sed "s/^reserve_sms:.*/reserve_sms: 0/" bench/sched/sched.yaml > "$OUT/sched-whole.yaml"
 echo "results in $OUT; $DUR s measured per run after $WARM s of warm-up"
 
 echo "== native baseline (three processes, no gpuos)"
@@ -71,11 +78,11 @@ wait
 echo "== gpuos (cuda backend)"
 export GPUOS_SOCKET=$OUT/gpuos.sock
 SERVE=
-# serve [LOG]: starts the daemon (with the environment of the caller) and
-# waits until it answers.
+# serve [LOG [CONFIG]]: starts the daemon (with the environment of the caller)
+# and waits until it answers.
 serve() {
-	local log=${1:-$OUT/serve.log}
-	"$BIN/gpuos" serve --backend cuda --config bench/sched/sched.yaml --socket "$GPUOS_SOCKET" --audit "$OUT/audit.jsonl" >> "$log" 2>&1 &
+	local log=${1:-$OUT/serve.log} config=${2:-$OUT/sched.yaml}
+	"$BIN/gpuos" serve --backend cuda --config "$config" --socket "$GPUOS_SOCKET" --audit "$OUT/audit.jsonl" >> "$log" 2>&1 &
 	SERVE=$!
 	for i in $(seq 1 100); do
 		GPUOS_TOKEN=hp "$BIN/gpuos" policy list > /dev/null 2>&1 && return 0
@@ -125,7 +132,19 @@ for pol in fair band; do
 	sb a shares --tokens a,b --weights 1,3 "${SHARES[@]}" --label "$pol" > "$OUT/gpuos-shares-$pol.json" 2> "$OUT/gpuos-shares-$pol.err" & watch $!
 done
 gp policy tenants | tee "$OUT/tenants.txt"
+grep -o '"sms_[a-z]*":[0-9]*\|"reserve_[a-z]*":[^,}]*' "$OUT/audit.jsonl" | head -3 | tee "$OUT/reserve.txt"
 unserve
+if [[ $RESERVE != 0 ]]; then
+	# The stricter baseline: the best-effort tenants alone on the whole GPU.
+	echo "== gpuos, no SMs reserved: best effort alone (two)"
+	serve "$OUT/serve-whole.log" "$OUT/sched-whole.yaml"
+	gp policy use priority
+	start_in "$WARM"
+	be_gpuos be1 whole > "$OUT/gpuos-be-whole-1.json" 2> "$OUT/gpuos-be-whole-1.err" & A=$!
+	be_gpuos be2 whole > "$OUT/gpuos-be-whole-2.json" 2> "$OUT/gpuos-be-whole-2.err" & B=$!
+	watch $A $B
+	unserve
+fi
 
 if [[ ${DIAG:-0} != 0 ]]; then
 	# Diagnostics, not verdicts: the service again (alone, then with the
@@ -134,7 +153,7 @@ if [[ ${DIAG:-0} != 0 ]]; then
 	# what the service pays for waking an idle daemon shows as the difference.
 	echo "== diagnostics: rings polling for ${DIAG_SPIN:-2ms} (GPUOS_RING_SPIN)"
 	export GPUOS_RING_SPIN=${DIAG_SPIN:-2ms}
-	serve "$OUT/serve-spin.log"
+	serve "$OUT/serve-spin.log" "$OUT/sched.yaml"
 	gp policy use priority
 	echo "   service alone";           start_in "$WARM"; hp_gpuos alone > "$OUT/gpuos-hp-alone-spin.json" 2> "$OUT/gpuos-hp-alone-spin.err" & watch $!
 	echo "   all three (priority policy)"; start_in "$WARM"

@@ -30,6 +30,12 @@ type Config struct {
 	DeviceMemory Size          `yaml:"device_memory"` // cap on device memory gpuos uses; 0 = all
 	AuditLog     string        `yaml:"audit_log"`     // JSON-lines audit file; empty = beside the socket
 	Policy       string        `yaml:"policy"`        // scheduling policy at start; empty = fair
+	// ReserveSMs keeps at least this many SMs free for tenants of class
+	// high: every other tenant's streams run on the rest (CUDA green
+	// contexts; the driver rounds up, to 8 SMs on an H100). A high-priority
+	// kernel then starts at once instead of waiting for best-effort blocks
+	// to end. 0 = none.
+	ReserveSMs int `yaml:"reserve_sms"`
 	Limits       SessionLimits `yaml:"limits"`        // per-session resource limits
 	Tenants      []Tenant      `yaml:"tenants"`
 	// TrustedModules is the operator's allowlist of machine-code (SASS-only)
@@ -310,6 +316,9 @@ func (c *Config) validate() error {
 	}
 	if len(c.Tenants) == 0 {
 		return bad("no tenants")
+	}
+	if c.ReserveSMs < 0 {
+		return bad("reserve_sms %d is negative", c.ReserveSMs)
 	}
 	l := c.Limits
 	if l.Handles < 0 || l.Buffers < 0 || l.InFlight < 0 || l.QueueDepth < 0 {

@@ -28,6 +28,7 @@ func TestParse(t *testing.T) {
 socket: /tmp/g.sock
 backend: sim
 device_memory: 16GiB
+reserve_sms: 8
 limits: {in_flight: 8}
 tenants:
   - name: alice
@@ -50,6 +51,7 @@ tenants:
 		have, want any
 	}{
 		{"device memory", c.DeviceMemory, Size(16 << 30)},
+		{"reserved SMs", c.ReserveSMs, 8},
 		{"alice memory", a.Memory, Size(512 << 20)},
 		{"alice weight", a.Weight, 3},
 		{"alice copy weight defaults to weight", a.CopyShare, 3},
@@ -86,6 +88,7 @@ func TestParseErrors(t *testing.T) {
 		{"token and file", "tenants: [{name: a, token: x, token_file: f}]"},
 		{"name with slash", "tenants: [{name: a/b, uids: [1]}]"},
 		{"negative limit", "limits: {buffers: -1}\ntenants: [{name: a, uids: [1]}]"},
+		{"negative reserve", "reserve_sms: -8\ntenants: [{name: a, uids: [1]}]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.doc))

@@ -54,20 +54,28 @@ type Options struct {
 	// Victims chooses eviction victims (the on_pressure hook); nil: lowest
 	// priority, least recently used.
 	Victims mem.VictimChooser
+	// ReserveSMs keeps at least this many SMs free for tenants of class
+	// high (config reserve_sms): the streams of every other tenant are
+	// created in a partition of the rest (backend.Partitioner). 0: none; a
+	// backend that cannot partition leaves it off, with a warning.
+	ReserveSMs int
 }
 
 // Driver owns one device context and the sessions on it.
 type Driver struct {
-	opts    Options
-	dev     backend.Device
-	info    backend.DeviceInfo
-	mem     *mem.Manager
-	caps    *cap.Space
-	sched   *sched.Scheduler
-	staging *stagingPool
-	log     *slog.Logger
-	limits  config.SessionLimits
-	guard   driverGuard // the PTX guard's fault records and private stream (guard.go)
+	opts  Options
+	dev   backend.Device
+	info  backend.DeviceInfo
+	mem   *mem.Manager
+	caps  *cap.Space
+	sched *sched.Scheduler
+	// reserved is the partition other classes' streams run in, keeping
+	// SMs free for the high class (Options.ReserveSMs); nil: none.
+	reserved backend.Partition
+	staging  *stagingPool
+	log      *slog.Logger
+	limits   config.SessionLimits
+	guard    driverGuard // the PTX guard's fault records and private stream (guard.go)
 	// memHooks connect the memory manager to sessions (memory.go), shm
 	// holds the shared memory segments (shm.go).
 	memHooks *memHooks
@@ -145,8 +153,9 @@ func New(opts Options) (*Driver, error) {
 	}
 	hooks.d.Store(d)
 	pol.attach(d)
-	d.audit(audit.Event{Kind: audit.KindDriverStart, Detail: map[string]any{
-		"backend": opts.Backend.Name(), "device": d.info.Name, "ordinal": opts.Ordinal}})
+	start := map[string]any{"backend": opts.Backend.Name(), "device": d.info.Name, "ordinal": opts.Ordinal}
+	d.openReserve(opts.ReserveSMs, start)
+	d.audit(audit.Event{Kind: audit.KindDriverStart, Detail: start})
 	return d, nil
 }
 
@@ -310,6 +319,9 @@ func (d *Driver) Close() error {
 	d.pol.close()
 	d.sched.Close()
 	d.staging.close()
+	if d.reserved != nil {
+		d.reserved.Close() // its streams went with the sessions
+	}
 	err := d.mem.Close()
 	if cerr := d.dev.Close(); err == nil {
 		err = cerr

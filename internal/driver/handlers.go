@@ -287,7 +287,7 @@ func (s *Session) createStream(m *v1.CreateStream) (v1.Message, error) {
 	if err := s.ledger.Charge(ledger.Streams, 1); err != nil {
 		return nil, err
 	}
-	st, err := s.d.dev.NewStream(prio)
+	st, err := s.d.newTenantStream(s.tenant, prio)
 	if err != nil {
 		s.ledger.Refund(ledger.Streams, 1)
 		return nil, fmt.Errorf("create stream: %w", err)

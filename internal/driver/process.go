@@ -40,6 +40,7 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 	swap := fs.Int64("swap", 0, "pinned host memory for swapping, in bytes (0: twice the device limit, within half the host's memory; negative: no swapping)")
 	swapReserve := fs.Uint64("swap-reserve", 0, "pinned host memory for swapping to pin at start, in the background, in bytes (0: none; pinning is slow, so evictions that find it ready copy at once)")
 	minRes := fs.Duration("min-residency", 0, "how long a session just swapped in is kept from eviction (0: the default)")
+	reserveSMs := fs.Int("reserve-sms", 0, "SMs kept free for tenants of class high: other tenants' streams run on the rest (0: none)")
 	limits := fs.String("limits", "", "session limits: handles=N,buffers=N,in_flight=N,queue_depth=N")
 	simMem := fs.String("sim-memory", "", "memory of each software GPU")
 	verbose := fs.Bool("v", false, "log at debug level")
@@ -79,7 +80,7 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 		defer al.Close()
 	}
 	d, err := New(Options{Backend: choice.Backend, Ordinal: *device, Audit: al, Limits: lim,
-		DeviceMemoryLimit: *devMem, Log: log, SwapLimit: *swap, SwapReserve: *swapReserve, MinResidency: *minRes})
+		DeviceMemoryLimit: *devMem, Log: log, SwapLimit: *swap, SwapReserve: *swapReserve, MinResidency: *minRes, ReserveSMs: *reserveSMs})
 	if err != nil {
 		return err
 	}

@@ -60,6 +60,43 @@ func (d *Driver) streamPriority(t *tenantState, requested int) int {
 	return p
 }
 
+// newTenantStream creates a stream of tenant t with backend priority prio
+// (streamPriority's): in the partition that keeps SMs free for the high
+// class, unless t is of that class or nothing is reserved. Like the priority,
+// the placement is decided when the stream is created.
+func (d *Driver) newTenantStream(t *tenantState, prio int) (backend.Stream, error) {
+	if d.reserved != nil && d.sched.TenantClass(t.name) != sched.ClassHigh {
+		return d.reserved.NewStream(prio)
+	}
+	return d.dev.NewStream(prio)
+}
+
+// openReserve partitions the device so that at least n SMs are kept for the
+// high class (Options.ReserveSMs). A backend that cannot leaves it off: the
+// daemon still serves, with stream priorities and slicing alone, and says
+// so in its log and in the driver.start audit record (detail, which it fills).
+func (d *Driver) openReserve(n int, detail map[string]any) {
+	if n <= 0 {
+		return
+	}
+	detail["reserve_sms"] = n
+	p, err := func() (backend.Partition, error) {
+		pd, ok := d.dev.(backend.Partitioner)
+		if !ok {
+			return nil, fmt.Errorf("the %s backend cannot partition SMs: %w", d.opts.Backend.Name(), backend.ErrUnsupported)
+		}
+		return pd.Partition(n)
+	}()
+	if err != nil {
+		d.log.Warn("reserve_sms not in effect", "requested", n, "err", err)
+		detail["reserve_error"] = err.Error()
+		return
+	}
+	d.reserved = p
+	d.log.Info("SMs reserved for the high class", "reserved", p.Reserved(), "others", p.SMs())
+	detail["sms_reserved"], detail["sms_others"] = p.Reserved(), p.SMs()
+}
+
 // queueParams describes a new session's queue.
 func (d *Driver) queueParams(s *Session) sched.QueueParams {
 	t := s.tenant

@@ -101,3 +101,60 @@ func TestSetShareControl(t *testing.T) {
 		t.Errorf("PolicyUse priority: %v, active %s", err, d.sched.Active())
 	}
 }
+
+func simSMs(t *testing.T, st backend.Stream) [2]int {
+	t.Helper()
+	if w, ok := st.(*watchStream); ok {
+		st = w.Stream
+	}
+	s, ok := st.(*sim.Stream)
+	if !ok {
+		t.Fatalf("stream %T is not the sim's", st)
+	}
+	first, end := s.SMs()
+	return [2]int{first, end}
+}
+
+// TestReservedSMs: with SMs reserved for the high class (reserve_sms), every
+// stream of a tenant of another class is created in the partition of the
+// rest, and a high-class tenant's streams keep the whole device. A backend
+// that cannot partition leaves the reserve off and serves as before.
+func TestReservedSMs(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		concurrent bool // the sim's SM model; without it the sim cannot partition
+		want       map[string][2]int
+	}{
+		{"partitioned", true, map[string][2]int{"hp": {0, 132}, "nm": {8, 132}, "be": {8, 132}}},
+		{"unsupported", false, map[string][2]int{"hp": {0, 132}, "nm": {0, 132}, "be": {0, 132}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			be := sim.New(sim.Options{Memory: 64 << 20, SMs: 132, ConcurrentKernels: tc.concurrent})
+			td := newDriverOn(t, be, Options{ReserveSMs: 1, Sched: sched.Options{Policy: "priority"}})
+			if got := td.d.reserved != nil; got != tc.concurrent {
+				t.Fatalf("reserve in effect: %v, want %v", got, tc.concurrent)
+			}
+			for name, class := range map[string]sched.Class{"hp": sched.ClassHigh, "nm": sched.ClassNormal, "be": sched.ClassLow} {
+				if err := td.d.sched.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, name := range []string{"hp", "nm", "be"} {
+				ts := td.session(name, 0)
+				if got := simSMs(t, ts.s.stream.st); got != tc.want[name] {
+					t.Errorf("%s: default stream on SMs %v, want %v", name, got, tc.want[name])
+				}
+				var sc v1.StreamCreated
+				ts.must(&v1.CreateStream{}, &sc)
+				obj, err := ts.s.streamOf(sc.Handle)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := simSMs(t, obj.st); got != tc.want[name] {
+					t.Errorf("%s: created stream on SMs %v, want %v", name, got, tc.want[name])
+				}
+				ts.must(&v1.Release{Handle: sc.Handle}, nil)
+			}
+		})
+	}
+}

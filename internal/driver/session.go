@@ -103,7 +103,7 @@ func (d *Driver) newSession(p *v1.AttachSession, t *tenantState) (*Session, erro
 		s.teardown()
 		return nil, err
 	}
-	st, err := d.dev.NewStream(d.streamPriority(t, 0))
+	st, err := d.newTenantStream(t, d.streamPriority(t, 0))
 	if err != nil {
 		s.teardown()
 		return nil, fmt.Errorf("create default stream: %w", d.check(err))

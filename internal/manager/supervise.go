@@ -86,6 +86,9 @@ func (d *driverProc) runOnce(ctx context.Context) error {
 	if o.DeviceMemory != 0 {
 		args = append(args, "--device-memory", strconv.FormatUint(o.DeviceMemory, 10))
 	}
+	if n := d.m.cfg.ReserveSMs; n > 0 {
+		args = append(args, "--reserve-sms", strconv.Itoa(n))
+	}
 	l := d.m.cfg.SessionLimitsOrDefault()
 	args = append(args, "--limits", fmt.Sprintf("handles=%d,buffers=%d,in_flight=%d,queue_depth=%d",
 		l.Handles, l.Buffers, l.InFlight, l.QueueDepth))

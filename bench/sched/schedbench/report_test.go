@@ -70,6 +70,20 @@ func TestReport(t *testing.T) {
 				"/ alone = 1.30 (target <= 1.2)  FAIL", "/ alone = 0.50 (target >= 0.70)  FAIL", "6 check(s) failed"},
 		},
 		{
+			// SMs reserved for the service: the throughput verdict takes the
+			// best-effort tenants alone on the whole GPU as its baseline.
+			name: "reserve: whole-GPU baseline decides",
+			results: map[string]Result{
+				"gpuos-shares-fair": shares(0.25, 0.75, 0.25), "gpuos-shares-band": shares(0.25, 0.75, 0.25),
+				"gpuos-hp-alone": hp(100), "gpuos-hp-mixed": hp(100),
+				"gpuos-be-alone-1": be(300), "gpuos-be-alone-2": be(300), "gpuos-be-mixed-1": be(250), "gpuos-be-mixed-2": be(250),
+				"gpuos-be-whole-1": be(400), "gpuos-be-whole-2": be(400),
+			},
+			wantErr: true,
+			contains: []string{"alone with the same SMs reserved = 0.83", "alone on the whole GPU = 0.75 (600.0 vs 800.0 kernels/s)",
+				"/ alone on the whole GPU = 0.62 (target >= 0.70)  FAIL", "1 check(s) failed"},
+		},
+		{
 			name:     "nothing ran",
 			results:  map[string]Result{},
 			wantErr:  true,

@@ -147,6 +147,10 @@ func (d *Device) newStream(priority int, part *partition) (backend.Stream, error
 // Priority is the stream's (clamped) priority.
 func (s *Stream) Priority() int { return s.priority }
 
+// SMs is the range of SMs [first, end) the stream's compute-engine work
+// runs on: the whole device, or its partition's (Device.Partition).
+func (s *Stream) SMs() (first, end int) { return s.sms.lo, s.sms.hi }
+
 // VirtualTime is the end time of the stream's latest completed command.
 func (s *Stream) VirtualTime() time.Duration { return nsDuration(s.vtime.Load()) }
 
