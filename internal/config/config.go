@@ -25,19 +25,19 @@ var defaultYAML []byte
 
 // Config is the daemon's configuration.
 type Config struct {
-	Socket       string        `yaml:"socket"`        // control socket path; empty = the default
-	Backend      string        `yaml:"backend"`       // auto, sim or cuda; empty = auto
-	DeviceMemory Size          `yaml:"device_memory"` // cap on device memory gpuos uses; 0 = all
-	AuditLog     string        `yaml:"audit_log"`     // JSON-lines audit file; empty = beside the socket
-	Policy       string        `yaml:"policy"`        // scheduling policy at start; empty = fair
+	Socket       string `yaml:"socket"`        // control socket path; empty = the default
+	Backend      string `yaml:"backend"`       // auto, sim or cuda; empty = auto
+	DeviceMemory Size   `yaml:"device_memory"` // cap on device memory gpuos uses; 0 = all
+	AuditLog     string `yaml:"audit_log"`     // JSON-lines audit file; empty = beside the socket
+	Policy       string `yaml:"policy"`        // scheduling policy at start; empty = fair
 	// ReserveSMs keeps at least this many SMs free for tenants of class
 	// high: every other tenant's streams run on the rest (CUDA green
 	// contexts; the driver rounds up, to 8 SMs on an H100). A high-priority
 	// kernel then starts at once instead of waiting for best-effort blocks
 	// to end. 0 = none.
-	ReserveSMs int `yaml:"reserve_sms"`
-	Limits       SessionLimits `yaml:"limits"`        // per-session resource limits
-	Tenants      []Tenant      `yaml:"tenants"`
+	ReserveSMs int           `yaml:"reserve_sms"`
+	Limits     SessionLimits `yaml:"limits"` // per-session resource limits
+	Tenants    []Tenant      `yaml:"tenants"`
 	// TrustedModules is the operator's allowlist of machine-code (SASS-only)
 	// modules, as hex SHA-256 digests of the image loaded: a tenant with
 	// trust: trusted may load exactly these without the PTX guard (their
