@@ -287,12 +287,11 @@ func (s *Session) createStream(m *v1.CreateStream) (v1.Message, error) {
 	if err := s.ledger.Charge(ledger.Streams, 1); err != nil {
 		return nil, err
 	}
-	st, err := s.d.newTenantStream(s.tenant, prio)
+	so, err := s.d.newTenantStream(s.tenant, prio)
 	if err != nil {
 		s.ledger.Refund(ledger.Streams, 1)
 		return nil, fmt.Errorf("create stream: %w", err)
 	}
-	so := &streamObj{st: st, priority: prio}
 	h, err := s.insert(cap.KindStream, so, s.selfRef(), 0, func() {
 		s.destroyStream(so)
 		s.ledger.Refund(ledger.Streams, 1)
@@ -555,7 +554,7 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch) error {
 		// for that (see smallLaunch).
 		lc.Flags |= sched.Small
 	}
-	k.slicing.prepare(&lc.Command, so.st, cfg, lc.first.params)
+	k.slicing.prepare(&lc.Command, so.st, so.sms, cfg, lc.first.params)
 	s.joinable = nil
 	// Launches after it may join it until it is issued.
 	joinable := small && lc.IssueUnits == nil

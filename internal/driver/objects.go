@@ -45,6 +45,7 @@ type kernelObj struct {
 type streamObj struct {
 	st       backend.Stream
 	priority int
+	sms      int // SMs its kernels run on: a partition's (reserve_sms); 0: the device's
 }
 
 // fenceObj is an event recorded on a stream. Its record is issued by the

@@ -64,11 +64,19 @@ func (d *Driver) streamPriority(t *tenantState, requested int) int {
 // (streamPriority's): in the partition that keeps SMs free for the high
 // class, unless t is of that class or nothing is reserved. Like the priority,
 // the placement is decided when the stream is created.
-func (d *Driver) newTenantStream(t *tenantState, prio int) (backend.Stream, error) {
+func (d *Driver) newTenantStream(t *tenantState, prio int) (*streamObj, error) {
 	if d.reserved != nil && d.sched.TenantClass(t.name) != sched.ClassHigh {
-		return d.reserved.NewStream(prio)
+		st, err := d.reserved.NewStream(prio)
+		if err != nil {
+			return nil, err
+		}
+		return &streamObj{st: st, priority: prio, sms: d.reserved.SMs()}, nil
 	}
-	return d.dev.NewStream(prio)
+	st, err := d.dev.NewStream(prio)
+	if err != nil {
+		return nil, err
+	}
+	return &streamObj{st: st, priority: prio}, nil
 }
 
 // openReserve partitions the device so that at least n SMs are kept for the

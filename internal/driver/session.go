@@ -103,12 +103,13 @@ func (d *Driver) newSession(p *v1.AttachSession, t *tenantState) (*Session, erro
 		s.teardown()
 		return nil, err
 	}
-	st, err := d.newTenantStream(t, d.streamPriority(t, 0))
+	so, err := d.newTenantStream(t, d.streamPriority(t, 0))
 	if err != nil {
 		s.teardown()
 		return nil, fmt.Errorf("create default stream: %w", d.check(err))
 	}
-	s.stream = &streamObj{st: st}
+	so.priority = 0 // the default stream's, as the session asked for none
+	s.stream = so
 	return s, nil
 }
 

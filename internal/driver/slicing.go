@@ -89,13 +89,14 @@ func (ps *programSlicing) kernel(mod backend.Module, name string) (*kernelSlicin
 }
 
 // prepare makes a launch of the kernel sliceable along its grid.
-func (ks *kernelSlicing) prepare(c *sched.Command, st backend.Stream, cfg backend.LaunchConfig, params []byte) {
+// sms is the SMs the stream's kernels run on (0: the device's).
+func (ks *kernelSlicing) prepare(c *sched.Command, st backend.Stream, sms int, cfg backend.LaunchConfig, params []byte) {
 	units := slice.Units(cfg.Grid)
 	if ks == nil || units < 2 {
 		return
 	}
 	c.Units, c.Estimate = units, ks.est
-	c.Wave = waveUnits(ks.dev, ks.twin.Attributes(), cfg)
+	c.Wave = waveUnits(ks.dev, sms, ks.twin.Attributes(), cfg)
 	c.IssueUnits = func(lo, hi uint32) error {
 		grid, offset, err := slice.Plan(cfg.Grid, lo, hi)
 		if err != nil {
@@ -111,9 +112,13 @@ func (ks *kernelSlicing) prepare(c *sched.Command, st backend.Stream, cfg backen
 // device holds at once: its SMs times the blocks of the launch one SM holds,
 // over the blocks in a unit; 0 if the device or the kernel does not say.
 // The scheduler keeps slices that must leave room for a higher class below
-// it (sched.Choice.Reserve).
-func waveUnits(dev *backend.DeviceInfo, fa backend.FuncAttributes, cfg backend.LaunchConfig) uint32 {
+// it (sched.Choice.Reserve). streamSMs, if positive, is the SMs the launch's
+// stream runs on (a partition's, reserve_sms): its waves are of those.
+func waveUnits(dev *backend.DeviceInfo, streamSMs int, fa backend.FuncAttributes, cfg backend.LaunchConfig) uint32 {
 	sms := uint64(max(dev.SMCount, 0))
+	if streamSMs > 0 {
+		sms = uint64(streamSMs)
+	}
 	if sms == 0 {
 		sms = deviceAttr(dev, cuda.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
 	}

@@ -109,19 +109,21 @@ func TestWaveUnits(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		dev  *backend.DeviceInfo
+		sms  int // the stream's SMs (a partition's); 0: the device's
 		fa   backend.FuncAttributes
 		cfg  backend.LaunchConfig
 		want uint32
 	}{
-		{"bench best effort: 128 threads, 16 a SM", h100, backend.FuncAttributes{NumRegs: 16}, cfg([3]uint32{42240, 1, 1}, 128, 0), 132 * 16},
-		{"bench shares: 1024 threads, 2 a SM", h100, backend.FuncAttributes{NumRegs: 16}, cfg([3]uint32{264, 1, 1}, 1024, 0), 264},
-		{"registers bound: 128 regs x 256 threads", h100, backend.FuncAttributes{NumRegs: 128}, cfg([3]uint32{1000, 1, 1}, 256, 0), 132 * 2},
-		{"shared memory bound: 100 KiB", h100, backend.FuncAttributes{}, cfg([3]uint32{1000, 1, 1}, 64, 100<<10), 132 * 2},
-		{"units of 4 blocks (grid y sliced)", h100, backend.FuncAttributes{}, cfg([3]uint32{4, 1000, 1}, 256, 0), 132 * 8 / 4},
-		{"a unit larger than the device", h100, backend.FuncAttributes{}, cfg([3]uint32{5000, 2, 1}, 1024, 0), 0},
-		{"no device limits", &backend.DeviceInfo{SMCount: 132}, backend.FuncAttributes{}, cfg([3]uint32{1000, 1, 1}, 128, 0), 0},
+		{"bench best effort: 128 threads, 16 a SM", h100, 0, backend.FuncAttributes{NumRegs: 16}, cfg([3]uint32{42240, 1, 1}, 128, 0), 132 * 16},
+		{"the same on a stream of a 124-SM partition", h100, 124, backend.FuncAttributes{NumRegs: 16}, cfg([3]uint32{42240, 1, 1}, 128, 0), 124 * 16},
+		{"bench shares: 1024 threads, 2 a SM", h100, 0, backend.FuncAttributes{NumRegs: 16}, cfg([3]uint32{264, 1, 1}, 1024, 0), 264},
+		{"registers bound: 128 regs x 256 threads", h100, 0, backend.FuncAttributes{NumRegs: 128}, cfg([3]uint32{1000, 1, 1}, 256, 0), 132 * 2},
+		{"shared memory bound: 100 KiB", h100, 0, backend.FuncAttributes{}, cfg([3]uint32{1000, 1, 1}, 64, 100<<10), 132 * 2},
+		{"units of 4 blocks (grid y sliced)", h100, 0, backend.FuncAttributes{}, cfg([3]uint32{4, 1000, 1}, 256, 0), 132 * 8 / 4},
+		{"a unit larger than the device", h100, 0, backend.FuncAttributes{}, cfg([3]uint32{5000, 2, 1}, 1024, 0), 0},
+		{"no device limits", &backend.DeviceInfo{SMCount: 132}, 0, backend.FuncAttributes{}, cfg([3]uint32{1000, 1, 1}, 128, 0), 0},
 	} {
-		if got := waveUnits(tt.dev, tt.fa, tt.cfg); got != tt.want {
+		if got := waveUnits(tt.dev, tt.sms, tt.fa, tt.cfg); got != tt.want {
 			t.Errorf("%s: waveUnits = %d, want %d", tt.name, got, tt.want)
 		}
 	}
