@@ -184,11 +184,21 @@ func (s *Session) openRings(ctx context.Context, h HotPath) error {
 	if err != nil {
 		return fmt.Errorf("open rings: %w", err)
 	}
-	if err := s.rpc.UseRings(shm.Bytes(), sq, cq, ring.Options{Spin: h.Spin}, func() { shm.Close() }); err != nil {
+	if err := s.rpc.UseRings(shm.Bytes(), sq, cq, ring.Options{Spin: ringSpin(h.Spin, ro.SpinNs)}, func() { shm.Close() }); err != nil {
 		shm.Close()
 		return fmt.Errorf("open rings: %w", err)
 	}
 	return nil
+}
+
+// ringSpin is how long the session's rings poll: what the program or
+// $GPUOS_RING_SPIN chose, else the driver's advice (longer for a
+// latency-critical session), else the default.
+func ringSpin(chosen time.Duration, advisedNs uint64) time.Duration {
+	if chosen != 0 || os.Getenv(ring.SpinEnv) != "" || advisedNs == 0 || advisedNs > uint64(time.Second) {
+		return chosen
+	}
+	return time.Duration(advisedNs)
 }
 
 // Transport returns how the session reaches its driver: TransportRing or

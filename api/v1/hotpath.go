@@ -43,16 +43,23 @@ func (m *OpenRing) Decode(d *Decoder) error {
 type RingOpened struct {
 	SubmitBytes   uint32
 	CompleteBytes uint32
+	// SpinNs is how long the driver advises the client to poll for a reply
+	// before it sleeps, in nanoseconds; 0: the client's own default. The
+	// driver advises a longer poll to latency-critical (high-class)
+	// sessions, whose requests it polls for too.
+	SpinNs uint64
 }
 
 func (*RingOpened) Type() Type { return TypeRingOpened }
 func (m *RingOpened) Encode(e *Encoder) {
 	e.PutUint32(m.SubmitBytes)
 	e.PutUint32(m.CompleteBytes)
+	e.PutUint64(m.SpinNs)
 }
 func (m *RingOpened) Decode(d *Decoder) error {
 	m.SubmitBytes = d.Uint32()
 	m.CompleteBytes = d.Uint32()
+	m.SpinNs = d.Uint64()
 	return d.Err()
 }
 

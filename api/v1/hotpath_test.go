@@ -15,7 +15,7 @@ func TestHotPathEncoding(t *testing.T) {
 		want string
 	}{
 		{&v1.OpenRing{SubmitBytes: 0x80000, CompleteBytes: 0x40000}, "0000080000000400"},
-		{&v1.RingOpened{SubmitBytes: 1, CompleteBytes: 2}, "0100000002000000"},
+		{&v1.RingOpened{SubmitBytes: 1, CompleteBytes: 2, SpinNs: 2000000}, "0100000002000000" + "80841e0000000000"},
 		{&v1.OpenStaging{Bytes: 1 << 26, SlotBytes: 1 << 22}, "0000000400000000" + "0000400000000000"},
 		{&v1.StagingOpened{Slots: 16, SlotBytes: 1 << 22}, "10000000" + "0000400000000000"},
 		{&v1.StagedCopy{Stream: 13, Dir: v1.DirDtoH, Dev: v1.Ref{Buffer: 9, Offset: 4}, Offset: 8, Size: 16, Gen: 7, Wait: true},

@@ -132,7 +132,7 @@ for pol in fair band; do
 	sb a shares --tokens a,b --weights 1,3 "${SHARES[@]}" --label "$pol" > "$OUT/gpuos-shares-$pol.json" 2> "$OUT/gpuos-shares-$pol.err" & watch $!
 done
 gp policy tenants | tee "$OUT/tenants.txt"
-grep -o '"sms_[a-z]*":[0-9]*\|"reserve_[a-z]*":[^,}]*' "$OUT/audit.jsonl" | head -3 | tee "$OUT/reserve.txt"
+grep -o '"sms_[a-z]*":[0-9]*\|"reserve_[a-z]*":[^,}]*' "$OUT/audit.jsonl" | head -3 | tee "$OUT/reserve.txt" || true
 unserve
 if [[ $RESERVE != 0 ]]; then
 	# The stricter baseline: the best-effort tenants alone on the whole GPU.

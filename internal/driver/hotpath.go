@@ -154,11 +154,12 @@ func (s *Session) openRing(m *v1.OpenRing) (v1.Message, []int, error) {
 		shm.Close()
 		return nil, nil, fmt.Errorf("open rings: %w", err)
 	}
-	if err := s.hot.conn.UseRings(shm.Bytes(), sq, cq, ring.Options{}, func() { shm.Close() }); err != nil {
+	spin := s.d.ringSpin(s.tenant)
+	if err := s.hot.conn.UseRings(shm.Bytes(), sq, cq, ring.Options{Spin: spin}, func() { shm.Close() }); err != nil {
 		shm.Close()
 		return nil, nil, fmt.Errorf("open rings: %w", err)
 	}
-	return &v1.RingOpened{SubmitBytes: uint32(sq), CompleteBytes: uint32(cq)}, []int{shm.TakeFD()}, nil
+	return &v1.RingOpened{SubmitBytes: uint32(sq), CompleteBytes: uint32(cq), SpinNs: uint64(max(spin, 0))}, []int{shm.TakeFD()}, nil
 }
 
 func (s *Session) openStaging(m *v1.OpenStaging) (v1.Message, []int, error) {

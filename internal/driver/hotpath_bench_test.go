@@ -140,7 +140,7 @@ func (ts *testSession) emptyKernel() v1.KernelInfo {
 
 // useRings moves the session's requests onto shared-memory rings, as the
 // client library does.
-func (ts *testSession) useRings() {
+func (ts *testSession) useRings() v1.RingOpened {
 	ts.t.Helper()
 	var ro v1.RingOpened
 	fds, err := ts.rpc.CallFDs(context.Background(), &v1.OpenRing{}, &ro, nil)
@@ -155,6 +155,7 @@ func (ts *testSession) useRings() {
 	if err := ts.rpc.UseRings(shm.Bytes(), sq, cq, ring.Options{}, func() { shm.Close() }); err != nil {
 		ts.t.Fatal(err)
 	}
+	return ro
 }
 
 // BenchmarkRingLaunch: asynchronous empty launches from a client over rings,

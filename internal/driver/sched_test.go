@@ -1,11 +1,13 @@
 package driver
 
 import (
+	"os"
 	"testing"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/backend"
 	"github.com/gpuos/gpuos/internal/backend/sim"
+	"github.com/gpuos/gpuos/internal/ring"
 	"github.com/gpuos/gpuos/internal/sched"
 )
 
@@ -156,5 +158,27 @@ func TestReservedSMs(t *testing.T) {
 				ts.must(&v1.Release{Handle: sc.Handle}, nil)
 			}
 		})
+	}
+}
+
+// TestHighClassRingsPoll: a high-class session's rings poll for
+// HighClassSpin, and the driver advises its client to do the same; other
+// classes keep the default (no advice). $GPUOS_RING_SPIN, when set, rules
+// every session (not tested here: it is read once per process).
+func TestHighClassRingsPoll(t *testing.T) {
+	if ring.DefaultSpin() <= 0 || os.Getenv(ring.SpinEnv) != "" {
+		t.Skip("rings do not poll here (one CPU) or $GPUOS_RING_SPIN is set")
+	}
+	td := newTestDriver(t, 64<<20, Options{Sched: sched.Options{Policy: "priority"}})
+	for name, want := range map[string]uint64{"hp": uint64(HighClassSpin), "nm": 0, "be": 0} {
+		class := map[string]sched.Class{"hp": sched.ClassHigh, "nm": sched.ClassNormal, "be": sched.ClassLow}[name]
+		if err := td.d.sched.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
+			t.Fatal(err)
+		}
+		ts := td.session(name, 0)
+		if ro := ts.useRings(); ro.SpinNs != want {
+			t.Errorf("%s: RingOpened.SpinNs = %d, want %d", name, ro.SpinNs, want)
+		}
+		ts.must(&v1.Synchronize{}, nil) // the rings work
 	}
 }

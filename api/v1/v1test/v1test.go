@@ -100,7 +100,7 @@ func Samples() []v1.Message {
 		&v1.Duration{Ns: 1500},
 		&stat,
 		&v1.SessionAttached{WindowBase: 1 << 40, WindowSize: 1 << 34},
-		&v1.RingOpened{SubmitBytes: 1 << 19, CompleteBytes: 1 << 18},
+		&v1.RingOpened{SubmitBytes: 1 << 19, CompleteBytes: 1 << 18, SpinNs: 2e6},
 		&v1.StagingOpened{Slots: 16, SlotBytes: 4 << 20},
 		&v1.HostMapped{Handle: 0x8000000000000003, Bytes: 256 << 20},
 		&v1.Policies{Active: "fair", Fallback: "fair", Policies: []v1.PolicyInfo{
