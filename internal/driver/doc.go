@@ -26,6 +26,15 @@
 // SessionStat. Shared memory segments live in a window of their owner
 // tenant that belongs to no session.
 //
+// Latency-critical tenants (sched.go): with reserve_sms (Options.ReserveSMs)
+// the streams of every tenant not of class high are created in a partition
+// of the device's SMs (backend.Partitioner: CUDA green contexts), so that a
+// high-class kernel finds SMs idle instead of waiting for best-effort blocks
+// to end; sliced launches on such streams size their waves by the
+// partition's SMs. A high-class session's rings poll for HighClassSpin on
+// both sides, so that a service submitting every millisecond never waits
+// for a sleeping thread. Both are decided when the stream or ring is made.
+//
 // Environment, for measuring on a GPU (all optional; the defaults are what
 // the benchmarks on the lent H100 chose): $GPUOS_LAUNCH_JOIN (1 to 8) fixes
 // how many small launches a scheduler command carries; $GPUOS_RING_SPIN how
