@@ -43,9 +43,8 @@ type kernelObj struct {
 
 // streamObj is a client stream: one backend stream.
 type streamObj struct {
-	st       backend.Stream
-	priority int
-	sms      int // SMs its kernels run on: a partition's (reserve_sms); 0: the device's
+	st  backend.Stream
+	sms int // SMs its kernels run on: a partition's (reserve_sms); 0: the device's
 }
 
 // fenceObj is an event recorded on a stream. Its record is issued by the

@@ -72,13 +72,13 @@ func (d *Driver) newTenantStream(t *tenantState, prio int) (*streamObj, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &streamObj{st: st, priority: prio, sms: d.reserved.SMs()}, nil
+		return &streamObj{st: st, sms: d.reserved.SMs()}, nil
 	}
 	st, err := d.dev.NewStream(prio)
 	if err != nil {
 		return nil, err
 	}
-	return &streamObj{st: st, priority: prio}, nil
+	return &streamObj{st: st}, nil
 }
 
 // openReserve partitions the device so that at least n SMs are kept for the

@@ -108,7 +108,6 @@ func (d *Driver) newSession(p *v1.AttachSession, t *tenantState) (*Session, erro
 		s.teardown()
 		return nil, fmt.Errorf("create default stream: %w", d.check(err))
 	}
-	so.priority = 0 // the default stream's, as the session asked for none
 	s.stream = so
 	return s, nil
 }

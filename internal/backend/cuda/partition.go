@@ -70,11 +70,7 @@ func (p *partition) NewStream(priority int) (backend.Stream, error) {
 	if r != 0 {
 		return nil, d.fail("create stream in partition", r)
 	}
-	s := &stream{dev: d, h: h, priority: priority, part: p}
-	d.mu.Lock()
-	d.streams[s] = struct{}{}
-	d.mu.Unlock()
-	return s, nil
+	return d.addStream(h, priority, p), nil
 }
 
 // streamGone is called once a stream of the partition is destroyed.

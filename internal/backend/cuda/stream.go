@@ -33,11 +33,17 @@ func (d *Device) NewStream(priority int) (backend.Stream, error) {
 	if r != 0 {
 		return nil, d.fail("create stream", r)
 	}
-	s := &stream{dev: d, h: h, priority: priority}
+	return d.addStream(h, priority, nil), nil
+}
+
+// addStream tracks a stream just created (in partition part, or nil), so
+// that Close destroys it if its owner does not.
+func (d *Device) addStream(h hStream, priority int, part *partition) *stream {
+	s := &stream{dev: d, h: h, priority: priority, part: part}
 	d.mu.Lock()
 	d.streams[s] = struct{}{}
 	d.mu.Unlock()
-	return s, nil
+	return s
 }
 
 // Priority is the stream's (clamped) priority.
