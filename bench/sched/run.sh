@@ -24,6 +24,12 @@
 #               default 8; 0: none). The best-effort tenants are also run
 #               alone on a daemon without it, the stricter baseline of their
 #               throughput verdict.
+#   TRACE=1     the service's requests traced: per request, when the client
+#               launched it and saw it complete and when the GPU ran it
+#               (gpuos-hp-LABEL.trace.csv, schedbench hp --trace), and the
+#               daemon's stages of every launch (latency.log and
+#               latency.log.csv, $GPUOS_LATENCY_LOG) and its driver calls
+#               that took 200 us or more (cuda-slow.csv, $GPUOS_CUDA_SLOW_LOG)
 #   DIAG=1      afterwards, the service alone and with the load again with
 #               every ring polling (GPUOS_RING_SPIN=$DIAG_SPIN, default 2ms):
 #               what waking an idle daemon costs the service (~30 s more)
@@ -36,6 +42,7 @@ WARM=${WARM:-2}
 SMS=${SMS:-132}
 ARCH=${ARCH:-sm_90}
 RESERVE=${RESERVE:-8}
+TRACE=${TRACE:-0}
 PTX=$PWD/testdata/kernels/bench.ptx
 
 # Workloads. The service: one block of 32 threads spinning 20 us, every 1 ms.
@@ -77,6 +84,9 @@ wait
 
 echo "== gpuos (cuda backend)"
 export GPUOS_SOCKET=$OUT/gpuos.sock
+if [[ $TRACE != 0 ]]; then
+	export GPUOS_LATENCY_LOG=${GPUOS_LATENCY_LOG:-$OUT/latency.log} GPUOS_CUDA_SLOW_LOG=${GPUOS_CUDA_SLOW_LOG:-$OUT/cuda-slow.csv}
+fi
 SERVE=
 # serve [LOG [CONFIG]]: starts the daemon (with the environment of the caller)
 # and waits until it answers.
@@ -111,7 +121,11 @@ watch() {
 sb() { local tok=$1; shift; GPUOS_TOKEN=$tok "$BIN/schedbench" "$@" --ptx "$PTX" --duration "${DUR}s" --start-at "$START"; }
 gp policy list | tee "$OUT/policies.txt"
 gp policy use priority
-hp_gpuos() { sb hp hp "${HP[@]}" --period "${HP_PERIOD_US}us" --label "$1"; }
+hp_gpuos() {
+	local trace=()
+	[[ $TRACE != 0 ]] && trace=(--trace "$OUT/gpuos-hp-$1.trace.csv")
+	sb hp hp "${HP[@]}" --period "${HP_PERIOD_US}us" --label "$1" "${trace[@]}"
+}
 be_gpuos() { sb "$1" be "${BE[@]}" --label "$2"; }
 echo "   service alone";           start_in "$WARM"; hp_gpuos alone > "$OUT/gpuos-hp-alone.json" 2> "$OUT/gpuos-hp-alone.err" & watch $!
 gp ps --tenants > "$OUT/tenants-after-hp-alone.txt"

@@ -745,7 +745,7 @@ func (lc *launchCmd) finish(s *Session) func(error) {
 	return func(err error) {
 		defer s.launchDones.Done()
 		if st := lc.stamps; st != nil {
-			st.done = time.Now()
+			st.synced, st.done = lc.Command.Synced, time.Now()
 			s.latency.add(st)
 		}
 		lc.close() // nothing joins from here: kdones stay as they are

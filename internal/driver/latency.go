@@ -2,7 +2,11 @@ package driver
 
 import (
 	"fmt"
+	"math"
 	"os"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"time"
@@ -10,22 +14,36 @@ import (
 
 // Launch latency stages, a diagnostic: with $GPUOS_LATENCY_LOG set, each
 // session times every launch command it serves — received (the request
-// handled), issued (the backend's launch called and returned), done (its
-// completion reported) — and when it ends appends their percentiles and its
-// slowest commands' stages to that file. It tells where a latency-critical
-// tenant's tail comes from: the scheduler (received to issue), the driver
-// call, or the GPU and completion tracking (issued to done); what is not in
-// it happened in the client or between the processes.
+// handled), issued (the backend's launch called and returned), synced (the
+// scheduler's completion waiter saw its event), done (its completion
+// reported) — and when it ends appends their percentiles and its slowest
+// commands' stages to that file, and every command's times (Unix ns) to the
+// file's name plus ".csv". It tells where a latency-critical tenant's tail
+// comes from: the scheduler (received to issue), the driver call, the GPU
+// and the waiter (issued to synced), or the scheduler's completion (synced
+// to done); what is not in it happened in the client or between the
+// processes.
 const latencyEnv = "GPUOS_LATENCY_LOG"
 
-var latencyLog = sync.OnceValue(func() string { return os.Getenv(latencyEnv) })
+var latencyLog = sync.OnceValue(func() string {
+	path := os.Getenv(latencyEnv)
+	if path != "" {
+		// Contended mutexes, with the stacks that held them: written beside
+		// the log (.mutex.txt) as each session ends.
+		runtime.SetMutexProfileFraction(latencyMutexFraction)
+	}
+	return path
+})
+
+// latencyMutexFraction samples one mutex contention in this many.
+const latencyMutexFraction = 5
 
 // latencyMax bounds the commands a session keeps stamps of.
 const latencyMax = 1 << 17
 
 // launchStamps are one launch command's times.
 type launchStamps struct {
-	recv, issue0, issue1, done time.Time
+	recv, issue0, issue1, synced, done time.Time
 }
 
 // latencyRec collects a session's stamps.
@@ -56,6 +74,11 @@ func (l *latencyRec) write(path, who string) {
 		return
 	}
 	defer f.Close()
+	writeLatencyCSV(path+".csv", who, stamps)
+	if mf, err := os.Create(path + ".mutex.txt"); err == nil {
+		pprof.Lookup("mutex").WriteTo(mf, 1)
+		mf.Close()
+	}
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 	stage := func(name string, d func(*launchStamps) time.Duration) {
 		v := make([]time.Duration, 0, len(stamps))
@@ -72,9 +95,16 @@ func (l *latencyRec) write(path, who string) {
 			us(v[len(v)/2]), us(v[len(v)*90/100]), us(v[len(v)*99/100]), us(v[len(v)-1]))
 	}
 	fmt.Fprintf(f, "session %s: %d launch commands\n", who, len(stamps))
+	fmt.Fprintf(f, "  process so far: %s\n", runtimeTails())
 	stage("recv->issue", func(s *launchStamps) time.Duration { return s.issue0.Sub(s.recv) })
 	stage("issue (driver)", func(s *launchStamps) time.Duration { return s.issue1.Sub(s.issue0) })
 	stage("issued->done", func(s *launchStamps) time.Duration { return s.done.Sub(s.issue1) })
+	stage("synced->done", func(s *launchStamps) time.Duration {
+		if s.synced.IsZero() {
+			return 0
+		}
+		return s.done.Sub(s.synced)
+	})
 	stage("recv->done", func(s *launchStamps) time.Duration { return s.done.Sub(s.recv) })
 	slices.SortFunc(stamps, func(a, b launchStamps) int { return int(b.done.Sub(b.recv) - a.done.Sub(a.recv)) })
 	for i := range min(len(stamps), 10) {
@@ -85,4 +115,66 @@ func (l *latencyRec) write(path, who string) {
 		fmt.Fprintf(f, "  slow: recv->issue %.1f, issue %.1f, issued->done %.1f us (at %s)\n",
 			us(s.issue0.Sub(s.recv)), us(s.issue1.Sub(s.issue0)), us(s.done.Sub(s.issue1)), s.recv.Format("15:04:05.000000"))
 	}
+}
+
+// writeLatencyCSV appends one row per command: the session, then its stages'
+// times in Unix ns (0: not reached).
+func writeLatencyCSV(path, who string, stamps []launchStamps) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	ns := func(t time.Time) int64 {
+		if t.IsZero() {
+			return 0
+		}
+		return t.UnixNano()
+	}
+	// One write per session, so that sessions ending together do not
+	// interleave rows.
+	var b []byte
+	for i := range stamps {
+		s := &stamps[i]
+		b = fmt.Appendf(b, "%q,%d,%d,%d,%d,%d\n", who, ns(s.recv), ns(s.issue0), ns(s.issue1), ns(s.synced), ns(s.done))
+	}
+	f.Write(b)
+}
+
+// runtimeTails summarizes the Go runtime's own delays in this process so
+// far: goroutines runnable but not running (scheduling latency), and
+// stop-the-world pauses, each as how many reached 100 µs and 1 ms and the
+// largest bucket reached; and the total time goroutines waited on mutexes.
+func runtimeTails() string {
+	ms := []metrics.Sample{{Name: "/sched/latencies:seconds"}, {Name: "/sched/pauses/total/gc:seconds"}, {Name: "/sync/mutex/wait/total:seconds"}}
+	metrics.Read(ms)
+	tail := func(s metrics.Sample) string {
+		if s.Value.Kind() != metrics.KindFloat64Histogram {
+			return "n/a"
+		}
+		h := s.Value.Float64Histogram()
+		var over100us, over1ms uint64
+		top := 0.0
+		for i, c := range h.Counts {
+			if c == 0 {
+				continue
+			}
+			lo := h.Buckets[i]
+			if lo >= 100e-6 {
+				over100us += c
+			}
+			if lo >= 1e-3 {
+				over1ms += c
+			}
+			if !math.IsInf(lo, 0) {
+				top = max(top, lo)
+			}
+		}
+		return fmt.Sprintf(">=100us %d, >=1ms %d, max bucket from %.0f us", over100us, over1ms, top*1e6)
+	}
+	mutex := "n/a"
+	if ms[2].Value.Kind() == metrics.KindFloat64 {
+		mutex = fmt.Sprintf("%.1f ms", ms[2].Value.Float64()*1e3)
+	}
+	return "sched latency " + tail(ms[0]) + "; GC pauses " + tail(ms[1]) + "; mutex wait " + mutex
 }

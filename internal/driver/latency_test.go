@@ -3,6 +3,7 @@ package driver
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -27,7 +28,7 @@ func TestLaunchLatencyStages(t *testing.T) {
 	f.s.latency.mu.Lock()
 	n := len(f.s.latency.stamps)
 	for _, st := range f.s.latency.stamps {
-		if st.recv.IsZero() || st.issue0.Before(st.recv) || st.issue1.Before(st.issue0) || st.done.Before(st.issue1) {
+		if st.recv.IsZero() || st.issue0.Before(st.recv) || st.issue1.Before(st.issue0) || st.synced.Before(st.issue1) || st.done.Before(st.synced) {
 			t.Errorf("stamps out of order: %+v", st)
 		}
 	}
@@ -41,9 +42,32 @@ func TestLaunchLatencyStages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"session test: 3 launch commands", "recv->issue", "issue (driver)", "issued->done", "recv->done", "slow: "} {
+	for _, want := range []string{"session test: 3 launch commands", "recv->issue", "issue (driver)", "issued->done", "synced->done", "recv->done", "slow: ", "process so far: sched latency >=100us"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	// Every command's times, in stage order, in the CSV beside it.
+	csv, err := os.ReadFile(path + ".csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSpace(string(csv)), "\n")
+	if len(rows) != 3 {
+		t.Fatalf("%d CSV rows, want 3:\n%s", len(rows), csv)
+	}
+	for _, row := range rows {
+		f := strings.Split(row, ",")
+		if len(f) != 6 || f[0] != `"test"` {
+			t.Fatalf("row %q: want the session and 5 times", row)
+		}
+		var prev int64
+		for _, x := range f[1:] {
+			v, err := strconv.ParseInt(x, 10, 64)
+			if err != nil || v < prev {
+				t.Errorf("row %q: times not increasing", row)
+			}
+			prev = v
 		}
 	}
 }

@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/backend"
@@ -139,6 +140,11 @@ type Command struct {
 	// Estimate, if set, is the cost history of the kernel this command
 	// launches, shared by its launches; the scheduler keeps it.
 	Estimate *Estimate
+	// Synced is when a completion waiter saw the event that completed the
+	// command (its last part's), zero if none did (a dropped or failed
+	// command, or the scheduler's close): set before Done runs, for latency
+	// diagnostics (the time from it to Done is the scheduler's own).
+	Synced time.Time
 
 	// Owned by the scheduler.
 	seq     uint64

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"sync"
+	"time"
 
 	"github.com/gpuos/gpuos/internal/backend"
 )
@@ -26,6 +27,7 @@ type point struct {
 	cost   int64      // estimated charge of the parts
 	units  uint32     // units of a single-part point, for the kernel's Estimate
 	opened int64      // when it started collecting untracked commands
+	synced time.Time  // when its waiter saw end complete
 	done   bool
 	err    error
 	next   *point // accounting order (timed points)
@@ -159,7 +161,9 @@ func (s *Scheduler) wait(w *waiter) {
 		end := p.end
 		s.mu.Unlock()
 		err := end.Synchronize()
+		synced := time.Now()
 		s.mu.Lock()
+		p.synced = synced
 		dones = s.completeLocked(p, err, dones[:0])
 		s.gen.Add(1)
 		// The finished commands are reported first: a waiting client (a
@@ -212,6 +216,7 @@ func (s *Scheduler) completeLocked(p *point, err error, dones []*Command) []*Com
 	eng.held = false
 	for _, c := range p.cmds {
 		c.pending--
+		c.Synced = p.synced
 		if err != nil && c.err == nil {
 			c.err = err
 		}

@@ -81,3 +81,30 @@ func TestSmallCommandsShareAnEvent(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncedIsStamped: a command completed by its waiter carries the time
+// the waiter saw its event, after the device finished it and no later than
+// its Done.
+func TestSyncedIsStamped(t *testing.T) {
+	s := newSched(t, sched.Options{Device: &fakeDevice{}})
+	q := newQueue(t, s, sched.QueueParams{Tenant: "t", Session: 1, Depth: 4})
+	st := newFakeStream(false)
+	ctx := tctx(t)
+	var doneAt time.Time
+	c := &sched.Command{Kind: sched.Compute, Stream: st, Issue: st.op, Flags: sched.Sync}
+	c.Done = func(error) { doneAt = time.Now() }
+	if err := q.Submit(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.WaitIssued(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	released := time.Now()
+	st.release(-1)
+	if err := q.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c.Synced.IsZero() || c.Synced.Before(released) || doneAt.Before(c.Synced) {
+		t.Errorf("released %v, synced %v, done %v: want released <= synced <= done", released, c.Synced, doneAt)
+	}
+}

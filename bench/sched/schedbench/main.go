@@ -10,11 +10,16 @@
 //	schedbench report DIR                                    the table, with verdicts
 //
 // The kernel is spin(ns, done) of testdata/kernels/bench.ptx: every block
-// spins on %globaltimer for ns nanoseconds.
+// spins on %globaltimer for ns nanoseconds. With --trace FILE, hp runs
+// spin_stamp (stamp.ptx) instead, which also records when the GPU ran each
+// request, and writes one CSV row per measured request (see writeTrace).
 package main
 
 import (
+	"bufio"
 	"context"
+	_ "embed"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -93,6 +98,7 @@ func main() {
 
 type options struct {
 	socket, ptxPath, token, tokens, weights, label string
+	trace                                          string // hp: per-request CSV
 	duration, warmup, period                       time.Duration
 	from                                           time.Time // when measuring starts
 	ns, nsShort, nsLong                            uint64
@@ -112,6 +118,7 @@ func runMode(ctx context.Context, mode string, args []string) error {
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "how long to run before measuring")
 	startAt := fs.Float64("start-at", 0, "measure from this wall-clock time (unix seconds) instead of after --warmup, so that processes measure the same window")
 	fs.DurationVar(&o.period, "period", time.Millisecond, "hp: one kernel per period")
+	fs.StringVar(&o.trace, "trace", "", "hp: write each measured request's host and GPU times (CSV) to this file")
 	fs.Uint64Var(&o.ns, "ns", 20000, "hp, be: each block spins this many ns")
 	fs.Uint64Var(&o.nsShort, "ns-short", 200000, "shares: the first tenant's kernels (ns per block)")
 	fs.Uint64Var(&o.nsLong, "ns-long", 2000000, "shares: the second tenant's kernels (ns per block)")
@@ -227,6 +234,12 @@ func runHP(ctx context.Context, o options, image []byte) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	var tr *hpTrace
+	if o.trace != "" {
+		if tr, err = newHPTrace(ctx, t, o); err != nil {
+			return nil, err
+		}
+	}
 	var lat []time.Duration
 	next := time.Now()
 	for end := o.from.Add(o.duration); time.Now().Before(end); {
@@ -235,17 +248,108 @@ func runHP(ctx context.Context, o options, image []byte) (*Result, error) {
 		}
 		next = next.Add(o.period)
 		t0 := time.Now()
-		if err := t.launch(o.blocks, o.threads, o.ns); err != nil {
+		measured := !t0.Before(o.from)
+		if tr != nil && measured && tr.room() {
+			err = tr.launch(t, o, t0)
+		} else {
+			err = t.launch(o.blocks, o.threads, o.ns)
+		}
+		if err != nil {
 			return nil, err
 		}
 		if err := t.st.Synchronize(ctx); err != nil {
 			return nil, err
 		}
-		if d := time.Since(t0); !t0.Before(o.from) {
+		d := time.Since(t0)
+		if measured {
 			lat = append(lat, d)
+		}
+		if tr != nil && measured {
+			tr.synced(t0.Add(d))
+		}
+	}
+	if tr != nil {
+		if err := tr.write(ctx, o.trace); err != nil {
+			return nil, err
 		}
 	}
 	return latencyResult(lat), nil
+}
+
+//go:embed stamp.ptx
+var stampPTX []byte
+
+// traceMax bounds a trace's requests (16 bytes of GPU stamps each).
+const traceMax = 1 << 16
+
+// hpTrace records, per measured request, when the client launched it and saw
+// its synchronize return (wall clock), and when the GPU started and ended it
+// (%globaltimer, read back at the end).
+type hpTrace struct {
+	k      *client.Kernel
+	stamps *client.Buffer
+	host   [][2]time.Time // launch, synchronize returned
+}
+
+func newHPTrace(ctx context.Context, t *tenant, o options) (*hpTrace, error) {
+	p, err := t.s.LoadProgram(ctx, stampPTX, "stamp.ptx")
+	if err != nil {
+		return nil, err
+	}
+	k, err := p.Kernel(ctx, "spin_stamp")
+	if err != nil {
+		return nil, err
+	}
+	n := min(int(o.duration/max(o.period, time.Microsecond))+1024, traceMax)
+	b, err := t.s.CreateBuffer(ctx, uint64(16*n))
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Write(ctx, 0, make([]byte, 16*n)); err != nil {
+		return nil, err
+	}
+	return &hpTrace{k: k, stamps: b, host: make([][2]time.Time, 0, n)}, nil
+}
+
+func (tr *hpTrace) room() bool { return len(tr.host) < cap(tr.host) }
+
+func (tr *hpTrace) launch(t *tenant, o options, t0 time.Time) error {
+	i := uint64(len(tr.host))
+	tr.host = append(tr.host, [2]time.Time{t0})
+	return t.s.Launch(tr.k, client.LaunchConfig{Grid: client.Dim3{X: uint32(o.blocks)}, Block: client.Dim3{X: uint32(o.threads)}, Stream: t.st},
+		o.ns, tr.stamps.Addr()+16*i)
+}
+
+func (tr *hpTrace) synced(at time.Time) {
+	if n := len(tr.host); n > 0 && tr.host[n-1][1].IsZero() {
+		tr.host[n-1][1] = at
+	}
+}
+
+// write reads the GPU stamps back and writes one row per request: the
+// client's launch and synchronize-returned times (Unix ns) and the GPU's
+// start and end (%globaltimer ns, whose origin need not be the host's: a
+// reader aligns the two by the least start - launch).
+func (tr *hpTrace) write(ctx context.Context, path string) error {
+	raw := make([]byte, 16*len(tr.host))
+	if err := tr.stamps.Read(ctx, 0, raw); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	fmt.Fprintln(w, "launch_ns,synced_ns,gpu_start_ns,gpu_end_ns")
+	for i, h := range tr.host {
+		fmt.Fprintf(w, "%d,%d,%d,%d\n", h[0].UnixNano(), h[1].UnixNano(),
+			binary.LittleEndian.Uint64(raw[16*i:]), binary.LittleEndian.Uint64(raw[16*i+8:]))
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func latencyResult(lat []time.Duration) *Result {

@@ -59,6 +59,7 @@ func Open() (*Backend, error) {
 	if !haveCgo {
 		return nil, ErrNoCgo
 	}
+	startSlowLog()
 	paths := []string{DefaultLibrary, FallbackLibrary}
 	if p := os.Getenv(LibraryEnv); p != "" {
 		paths = []string{p}

@@ -176,8 +176,74 @@ typedef struct {
 	GPUOS_SYMBOLS(GPUOS_FIELD)
 } gpuos_lib;
 
-#define GPUOS_CALL(lib, name, ...) \
+// The slow-call log, a diagnostic ($GPUOS_CUDA_SLOW_LOG, slowlog.go): with
+// gpuos_slow_ns set, every driver call that takes at least that long, other
+// than the synchronizing ones (which wait for the device by design), is noted
+// in a ring that Go drains. Off, a call costs one predictable branch more.
+#include <time.h>
+typedef struct {
+	uint64_t seq; // index + 1 once written
+	const char *name;
+	uint64_t at, dur; // CLOCK_REALTIME ns
+} gpuos_slow_call;
+#define GPUOS_SLOW_RING 8192
+static gpuos_slow_call gpuos_slow[GPUOS_SLOW_RING];
+static uint64_t gpuos_slow_ns; // 0: off; set before any call is made
+static uint64_t gpuos_slow_next;
+
+static inline uint64_t gpuos_now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void gpuos_note_slow(const char *name, uint64_t t0) {
+	uint64_t d = gpuos_now() - t0;
+	if (d < gpuos_slow_ns || strstr(name, "Synchronize")) return;
+	uint64_t i = __atomic_fetch_add(&gpuos_slow_next, 1, __ATOMIC_RELAXED);
+	gpuos_slow_call *e = &gpuos_slow[i % GPUOS_SLOW_RING];
+	e->name = name;
+	e->at = t0;
+	e->dur = d;
+	__atomic_store_n(&e->seq, i + 1, __ATOMIC_RELEASE);
+}
+
+// gpuos_slow_read copies entry i if it is written and not yet overwritten:
+// 1 copied, 0 not written yet, -1 lost (the ring lapped the reader).
+static int gpuos_slow_read(uint64_t i, const char **name, uint64_t *at, uint64_t *dur) {
+	gpuos_slow_call *e = &gpuos_slow[i % GPUOS_SLOW_RING];
+	uint64_t seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+	if (seq < i + 1) return 0;
+	if (seq > i + 1) return -1;
+	*name = e->name;
+	*at = e->at;
+	*dur = e->dur;
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return __atomic_load_n(&e->seq, __ATOMIC_RELAXED) == i + 1 ? 1 : -1;
+}
+
+static void gpuos_slow_enable(uint64_t ns) { gpuos_slow_ns = ns; }
+
+// gpuos_note_slow_at notes a span timed elsewhere (Go's side of a call).
+static void gpuos_note_slow_at(const char *name, uint64_t at, uint64_t dur) {
+	if (dur < gpuos_slow_ns) return;
+	uint64_t i = __atomic_fetch_add(&gpuos_slow_next, 1, __ATOMIC_RELAXED);
+	gpuos_slow_call *e = &gpuos_slow[i % GPUOS_SLOW_RING];
+	e->name = name;
+	e->at = at;
+	e->dur = dur;
+	__atomic_store_n(&e->seq, i + 1, __ATOMIC_RELEASE);
+}
+
+static const char *gpuos_go_return_event_sync(void) { return "go:return(cuEventSynchronize)"; }
+
+#define GPUOS_CALL_RAW(lib, name, ...) \
 	((lib)->name ? (lib)->name(__VA_ARGS__) : (GPUOS_MISSING + GPUOS_SYM_##name))
+#define GPUOS_CALL(lib, name, ...) ({ \
+	uint64_t gpuos_t0_ = gpuos_slow_ns ? gpuos_now() : 0; \
+	CUresult gpuos_r_ = GPUOS_CALL_RAW(lib, name, __VA_ARGS__); \
+	if (gpuos_t0_) gpuos_note_slow(#name, gpuos_t0_); \
+	gpuos_r_; })
 
 // gpuos_ctx is one device's context. gen is unique in the process, never
 // reused, so a thread's cached "current" mark cannot match a later context
@@ -621,9 +687,11 @@ static CUresult gpuos_event_query(gpuos_ctx *c, CUevent e) {
 	return GPUOS_CALL(c->lib, cuEventQuery, e);
 }
 
-static CUresult gpuos_event_sync(gpuos_ctx *c, CUevent e) {
+static CUresult gpuos_event_sync(gpuos_ctx *c, CUevent e, uint64_t *returned) {
 	USE(c);
-	return GPUOS_CALL(c->lib, cuEventSynchronize, e);
+	CUresult r = GPUOS_CALL(c->lib, cuEventSynchronize, e);
+	if (gpuos_slow_ns) *returned = gpuos_now();
+	return r;
 }
 
 static CUresult gpuos_event_elapsed(gpuos_ctx *c, CUevent start, CUevent end, float *ms) {
@@ -670,6 +738,7 @@ import "C"
 
 import (
 	"runtime"
+	"time"
 	"unsafe"
 
 	"github.com/gpuos/gpuos/internal/abi/cuda"
@@ -1079,8 +1148,41 @@ func (c *dctx) eventQuery(e hEvent) cuda.CUresult {
 	return cuda.CUresult(C.gpuos_event_query(c.p, e))
 }
 
+// The slow-call log's C side (slowlog.go has the rest).
+
+// goReturnEventSync names the Go side of an event synchronization in the log.
+var goReturnEventSync = C.gpuos_go_return_event_sync()
+
+func noteSlow(name *C.char, at, dur uint64) {
+	C.gpuos_note_slow_at(name, C.uint64_t(at), C.uint64_t(dur))
+}
+
+func slowEnable(ns uint64) { C.gpuos_slow_enable(C.uint64_t(ns)) }
+
+// slowRead returns entry i of the ring: ok false if it is not written yet,
+// lost if the ring overwrote it.
+func slowRead(i uint64) (name string, at, dur uint64, ok, lost bool) {
+	var cname *C.char
+	var cat, cdur C.uint64_t
+	switch C.gpuos_slow_read(C.uint64_t(i), &cname, &cat, &cdur) {
+	case 1:
+		return C.GoString(cname), uint64(cat), uint64(cdur), true, false
+	case -1:
+		return "", 0, 0, false, true
+	}
+	return "", 0, 0, false, false
+}
+
 func (c *dctx) eventSync(e hEvent) cuda.CUresult {
-	return cuda.CUresult(C.gpuos_event_sync(c.p, e))
+	var returned C.uint64_t
+	r := cuda.CUresult(C.gpuos_event_sync(c.p, e, &returned))
+	if returned != 0 {
+		// How long this goroutine took to run again once the driver
+		// returned (a P to get back from the system call): the Go side of
+		// a late completion.
+		noteSlow(goReturnEventSync, uint64(returned), uint64(time.Now().UnixNano())-uint64(returned))
+	}
+	return r
 }
 
 func (c *dctx) eventElapsed(start, end hEvent) (float32, cuda.CUresult) {

@@ -126,3 +126,7 @@ func deleteCallbackHandle(uintptr)        {}
 func (*dctx) hostAllocMapped(int) ([]byte, uint64, cuda.CUresult) { return nil, 0, notLoaded }
 func (*dctx) memAlloc(uint64) (uint64, cuda.CUresult)             { return 0, notLoaded }
 func (*dctx) memFree(uint64) cuda.CUresult                        { return notLoaded }
+
+func slowEnable(uint64) {}
+
+func slowRead(uint64) (name string, at, dur uint64, ok, lost bool) { return }
