@@ -30,6 +30,8 @@
 #               daemon's stages of every launch (latency.log and
 #               latency.log.csv, $GPUOS_LATENCY_LOG) and its driver calls
 #               that took 200 us or more (cuda-slow.csv, $GPUOS_CUDA_SLOW_LOG)
+#               and, when the service stalls, the daemon's Go execution trace
+#               of the seconds before (stall-*.trace, $GPUOS_STALL_TRACE)
 #   DIAG=1      afterwards, the service alone and with the load again with
 #               every ring polling (GPUOS_RING_SPIN=$DIAG_SPIN, default 2ms):
 #               what waking an idle daemon costs the service (~30 s more)
@@ -85,7 +87,8 @@ wait
 echo "== gpuos (cuda backend)"
 export GPUOS_SOCKET=$OUT/gpuos.sock
 if [[ $TRACE != 0 ]]; then
-	export GPUOS_LATENCY_LOG=${GPUOS_LATENCY_LOG:-$OUT/latency.log} GPUOS_CUDA_SLOW_LOG=${GPUOS_CUDA_SLOW_LOG:-$OUT/cuda-slow.csv}
+	export GPUOS_LATENCY_LOG=${GPUOS_LATENCY_LOG:-$OUT/latency.log} GPUOS_CUDA_SLOW_LOG=${GPUOS_CUDA_SLOW_LOG:-$OUT/cuda-slow.csv} \
+		GPUOS_STALL_TRACE=${GPUOS_STALL_TRACE:-$OUT}
 fi
 SERVE=
 # serve [LOG [CONFIG]]: starts the daemon (with the environment of the caller)

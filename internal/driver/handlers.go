@@ -542,6 +542,7 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch) error {
 	lc := &launchCmd{s: s, st: so.st}
 	if s.latency != nil {
 		lc.stamps = &launchStamps{recv: recv}
+		s.latency.received(recv)
 	}
 	lc.progs = append(lc.prog1[:0], k.prog)
 	if k.done != nil {
@@ -722,6 +723,7 @@ func (lc *launchCmd) issue() error {
 	}
 	if st := lc.stamps; st != nil && st.issue0.IsZero() {
 		st.issue0, st.issue1 = start, time.Now()
+		lc.s.latency.issued(st)
 	}
 	lc.s.noteIssue(time.Since(start), 1+len(more))
 	return err

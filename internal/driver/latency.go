@@ -1,12 +1,15 @@
 package driver
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"sync"
 	"time"
@@ -48,8 +51,31 @@ type launchStamps struct {
 
 // latencyRec collects a session's stamps.
 type latencyRec struct {
-	mu     sync.Mutex
-	stamps []launchStamps
+	service  bool      // the session is of the high class: its stalls are traced
+	lastRecv time.Time // the serving goroutine's previous launch
+	mu       sync.Mutex
+	stamps   []launchStamps
+}
+
+// received notes a launch received at recv (on the serving goroutine). A
+// service submits at a fixed period and waits for each kernel: a gap of
+// several periods between two launches that are not an idle pause means the
+// client or this daemon stalled in between.
+func (l *latencyRec) received(recv time.Time) {
+	if l.service && !l.lastRecv.IsZero() {
+		if gap := recv.Sub(l.lastRecv); gap > stallGap && gap < stallIdle {
+			stallTraces.note("launch gap", gap, recv)
+		}
+	}
+	l.lastRecv = recv
+}
+
+// issued notes a launch issued; a service's launch that waited long for it
+// is a stall.
+func (l *latencyRec) issued(st *launchStamps) {
+	if d := st.issue0.Sub(st.recv); l.service && d > stallIssue {
+		stallTraces.note("recv->issue", d, st.recv)
+	}
 }
 
 func (l *latencyRec) add(st *launchStamps) {
@@ -177,4 +203,71 @@ func runtimeTails() string {
 		mutex = fmt.Sprintf("%.1f ms", ms[2].Value.Float64()*1e3)
 	}
 	return "sched latency " + tail(ms[0]) + "; GC pauses " + tail(ms[1]) + "; mutex wait " + mutex
+}
+
+// Stall traces, a diagnostic: with $GPUOS_STALL_TRACE naming a directory and
+// the latency log on, the process keeps a flight recording of its Go
+// execution trace (runtime/trace), and when a service's launch stalls — a
+// gap of more than stallGap between two of its launches, or more than
+// stallIssue from receipt to issue — it writes the last seconds of it there
+// (stall-PID-N.trace, at most stallTraceMax per process), with a log event
+// ("gpuos.stall") naming the stall and its wall-clock time. "go tool trace
+// -d=parsed" prints it, wall-clock times included (its Sync events).
+const (
+	stallTraceEnv = "GPUOS_STALL_TRACE"
+	stallGap      = 2500 * time.Microsecond
+	stallIdle     = 50 * time.Millisecond
+	stallIssue    = time.Millisecond
+	stallTraceMax = 4
+)
+
+var stallTraces = &stallTracer{}
+
+type stallTracer struct {
+	once    sync.Once
+	fr      *trace.FlightRecorder
+	dir     string
+	mu      sync.Mutex
+	written int
+	last    time.Time
+}
+
+func (t *stallTracer) start() {
+	t.once.Do(func() {
+		t.dir = os.Getenv(stallTraceEnv)
+		if t.dir == "" {
+			return
+		}
+		fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{MinAge: 3 * time.Second, MaxBytes: 256 << 20})
+		if fr.Start() == nil {
+			t.fr = fr
+		}
+	})
+}
+
+// note records a stall of length d seen at at (start has run: the session
+// is a service's, with the latency log on) and, unless one was written
+// in the last two seconds or enough were, writes the recording 100 ms later
+// (so that it holds what followed too).
+func (t *stallTracer) note(what string, d time.Duration, at time.Time) {
+	if t.fr == nil {
+		return
+	}
+	trace.Log(context.Background(), "gpuos.stall", fmt.Sprintf("%s %v at %d", what, d, at.UnixNano()))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.written >= stallTraceMax || time.Since(t.last) < 2*time.Second {
+		return
+	}
+	t.written++
+	t.last = time.Now()
+	path := filepath.Join(t.dir, fmt.Sprintf("stall-%d-%d.trace", os.Getpid(), t.written))
+	time.AfterFunc(100*time.Millisecond, func() {
+		f, err := os.Create(path)
+		if err != nil {
+			return
+		}
+		t.fr.WriteTo(f)
+		f.Close()
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 )
@@ -69,5 +70,46 @@ func TestLaunchLatencyStages(t *testing.T) {
 			}
 			prev = v
 		}
+	}
+}
+
+// A service's stall writes the flight recording once, then not again within
+// two seconds.
+func TestStallTrace(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(stallTraceEnv, dir)
+	tr := &stallTracer{}
+	tr.start()
+	if tr.fr == nil {
+		t.Fatal("flight recorder not started")
+	}
+	defer tr.fr.Stop()
+	l := &latencyRec{service: true}
+	saved := stallTraces
+	stallTraces = tr
+	defer func() { stallTraces = saved }()
+	t0 := time.Now()
+	l.received(t0)
+	l.received(t0.Add(3 * time.Millisecond))  // a gap: a trace
+	l.received(t0.Add(10 * time.Millisecond)) // another, too soon for a second trace
+	l.received(t0.Add(time.Second))           // an idle pause: no stall
+	deadline := time.Now().Add(10 * time.Second)
+	var files []string
+	for time.Now().Before(deadline) {
+		files, _ = filepath.Glob(filepath.Join(dir, "stall-*.trace"))
+		if len(files) > 0 {
+			if fi, err := os.Stat(files[0]); err == nil && fi.Size() > 0 {
+				time.Sleep(200 * time.Millisecond)
+				break
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	files, _ = filepath.Glob(filepath.Join(dir, "stall-*.trace"))
+	if len(files) != 1 {
+		t.Fatalf("%d traces written, want 1", len(files))
+	}
+	if tr.written != 1 {
+		t.Errorf("%d stalls written, want 1", tr.written)
 	}
 }

@@ -89,7 +89,10 @@ func (d *Driver) newSession(p *v1.AttachSession, t *tenantState) (*Session, erro
 	s.deferDone = s.deferError
 	s.joinBlocks, s.joinFixed = smallGrid(&d.info), fixedJoin()
 	if latencyLog() != "" {
-		s.latency = &latencyRec{}
+		s.latency = &latencyRec{service: d.sched.TenantClass(s.tenant.name) == sched.ClassHigh}
+		if s.latency.service {
+			stallTraces.start()
+		}
 	}
 	if s.queue, err = d.sched.NewQueue(d.queueParams(s)); err != nil {
 		w.Close()
