@@ -30,11 +30,17 @@ type action struct {
 // positive budget, until it performed that many actions (then the background
 // goroutine carries on), and returns how many commands it issued. If another
 // goroutine holds the dispatch token it returns at once: the holder
-// re-examines the queues before it lets go. Called and returns with s.mu
-// held; drops it around backend calls.
+// re-examines the queues before it lets go — except for a high-class
+// command, which this goroutine issues itself (express.go). Called and
+// returns with s.mu held; drops it around backend calls.
 func (s *Scheduler) runLocked(budget int) (issued int) {
 	if s.dispatching {
-		return 0
+		issued = s.expressLocked()
+		if issued == 0 || s.dispatching {
+			return issued
+		}
+		// The holder let go meanwhile (it leaves the device to the
+		// express lane): dispatch what is left, as it would have.
 	}
 	s.dispatching = true
 	for n := 0; ; n++ {
@@ -79,6 +85,12 @@ func (s *Scheduler) nextLocked(a *action) bool {
 	}
 	s.flushAll = false
 	if s.closed {
+		return false
+	}
+	if s.expressing > 0 {
+		// A high-class command is being issued by the express lane: issue
+		// nothing else meanwhile (it would go ahead of what follows it);
+		// the express goroutine dispatches once done.
 		return false
 	}
 	for _, t := range s.tenants {

@@ -27,7 +27,11 @@
 // dispatch token and issues, calling the backend without the lock; a launch
 // into an idle scheduler is issued by the submitting goroutine itself, and a
 // synchronizing caller (WaitIssued) whose work another goroutine is issuing
-// polls for it for Options.Spin before it sleeps. For each engine the policy
+// polls for it for Options.Spin before it sleeps. A driver call can block
+// for milliseconds, so a high-class command whose submitter finds the token
+// taken does not wait for it: if the policy picks its tenant with no turn to
+// take and no slicing (priority and fifo do), the submitter issues it itself,
+// the express lane (express.go), while the holder issues nothing else. For each engine the policy
 // picks among the tenants that have a ready command and room: each tenant
 // may have TenantInFlight commands in flight per engine, and the device
 // Lookahead (estimated GPU time, or bytes, in flight) keeps decisions late,

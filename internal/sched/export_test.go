@@ -6,6 +6,13 @@ import (
 )
 
 // Dump describes the scheduler's state, for failing tests.
+// Expressed is how many commands the express lane issued.
+func (s *Scheduler) Expressed() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.expressed
+}
+
 func (s *Scheduler) Dump() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

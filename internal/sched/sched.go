@@ -186,6 +186,8 @@ type Scheduler struct {
 
 	clk         int64 // the clock as of the current round (tick)
 	dispatching bool  // the dispatch token
+	expressed   int64 // commands issued by the express lane (express.go)
+	expressing  int   // express issues in progress: the token holder stops
 	tails       []*streamQ
 	flushAll    bool
 	flushOlder  int64 // flush tails opened at or before this time
@@ -246,6 +248,9 @@ type tenant struct {
 	active []*streamQ // streams with queued commands
 	eng    [NumEngines]tenantEngine
 	head   [NumEngines]*streamQ // decision scratch: the stream whose head it would issue
+	// expressing: the express lane is issuing one of its commands
+	// (express.go).
+	expressing bool
 }
 
 type tenantEngine struct {

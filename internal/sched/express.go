@@ -1,0 +1,116 @@
+package sched
+
+// The express lane. One goroutine at a time dispatches (the dispatch token,
+// runLocked), and it makes backend calls for each command it issues. A driver
+// call can block for milliseconds (on the H100, cuEventRecord and
+// cuLaunchKernel of best-effort work took 1–3 ms now and then, run 22's
+// slow-call log and execution trace), and a high-class command submitted
+// meanwhile waited for the token that long. So while another goroutine
+// holds the token, a goroutine that would have dispatched issues the next
+// command of a high-class tenant itself, if the policy picks that tenant:
+// urgent work never waits behind another tenant's driver calls.
+//
+// Stream order holds: a tenant with a command being issued (by the token
+// holder, or another express issue) is left alone, the command issued is the
+// tenant's earliest submitted front one, and while an express issue is in
+// progress the token holder issues nothing (it would overtake the high-class
+// commands behind it): it lets the token go, and the express goroutine,
+// once done, dispatches what is left. What the express lane does not handle — a marker at the
+// front, a command that would be sliced or take a turn, a batch of another
+// stream's untracked commands still open on the engine — waits for the
+// token holder as before.
+
+// expressLocked issues high-class commands while another goroutine holds
+// the dispatch token, as long as the policy picks them, and returns how many
+// it issued. Called and returns with s.mu held; drops it around backend
+// calls.
+func (s *Scheduler) expressLocked() (issued int) {
+	for s.dispatching && !s.closed && s.clk != 0 {
+		a, t := s.nextExpress()
+		if t == nil {
+			break
+		}
+		s.expressed++
+		s.expressing++
+		t.expressing = true
+		s.issueLocked(&a)
+		t.expressing = false
+		s.expressing--
+		issued++
+	}
+	return issued
+}
+
+// nextExpress picks the next command for the express lane, if any.
+func (s *Scheduler) nextExpress() (action, *tenant) {
+	for _, t := range s.tenants {
+		if t.class() < ClassHigh || len(t.active) == 0 {
+			continue
+		}
+		if a, ok := s.expressAction(t); ok {
+			return a, t
+		}
+	}
+	return action{}, nil
+}
+
+// expressAction decides whether tenant t's next command can take the
+// express lane, and how. As the token holder would, it takes the tenant's
+// earliest submitted front command, and nothing while any of the tenant's
+// commands is being issued: commands of one tenant on one stream may come
+// from several of its sessions' queues, and reach the device in submission
+// order.
+func (s *Scheduler) expressAction(t *tenant) (action, bool) {
+	if t.expressing {
+		return action{}, false
+	}
+	for _, q := range t.queues {
+		if q.issuing > 0 {
+			return action{}, false
+		}
+	}
+	var sq *streamQ
+	for _, x := range t.active {
+		c := x.front()
+		if x.q.holds > 0 || c.Kind == Marker || x.st == nil {
+			return action{}, false // the token holder's: markers go first
+		}
+		if sq == nil || c.seq < sq.front().seq {
+			sq = x
+		}
+	}
+	c := sq.front()
+	if c.state != cmdQueued || (c.After != nil && !c.After.issuedOrGone()) {
+		return action{}, false
+	}
+	e := c.Kind.engine()
+	if (sq.tail != nil && sq.tail.e != e) || t.eng[e].inflight >= s.opts.TenantInFlight || !s.classRoom(e)[classIndex(t.class())] {
+		return action{}, false
+	}
+	for _, other := range s.tails {
+		if other != sq && other.tail.e == e {
+			return action{}, false
+		}
+	}
+	ready := []TenantID{t.id}
+	var ch Choice
+	if err := s.guard(s.active, func(p Policy) (err error) {
+		ch, err = p.OnDispatch(&s.host, e, ready)
+		return err
+	}); err != nil || ch.Tenant != t.id || ch.Group != 0 || ch.Quantum < 0 {
+		// A misbehaving policy is the token holder's to handle.
+		return action{}, false
+	}
+	if c.Units > 1 && c.IssueUnits != nil && s.opts.SliceTarget > 0 && (ch.Quantum > 0 || ch.Reserve) {
+		return action{}, false
+	}
+	eng := &s.eng[e]
+	if sl := eng.sliced; sl != nil && sl != c {
+		eng.sliced = nil
+		if sl.state == cmdIssuing {
+			ev := PreemptEvent{Tenant: sl.q.t.id, Engine: e, Remaining: sl.Units - sl.next, By: t.id}
+			s.hookLocked(func(p Policy) error { return p.OnPreempt(&s.host, ev) })
+		}
+	}
+	return action{kind: actIssue, sq: sq, c: c, e: e}, true
+}
