@@ -730,8 +730,8 @@ func (lc *launchCmd) issue() error {
 }
 
 // noteIssue keeps a moving average of the time one launch takes to issue.
-// One goroutine at a time issues (the scheduler's dispatch token); the
-// serving goroutine reads it.
+// One goroutine at a time issues a session's commands (the scheduler's
+// dispatch token, or its express lane); the serving goroutine reads it.
 func (s *Session) noteIssue(d time.Duration, launches int) {
 	per := max(int64(d)/int64(launches), 1)
 	if old := s.issueNs.Load(); old > 0 {
@@ -747,7 +747,7 @@ func (lc *launchCmd) finish(s *Session) func(error) {
 	return func(err error) {
 		defer s.launchDones.Done()
 		if st := lc.stamps; st != nil {
-			st.synced, st.done = lc.Command.Synced, time.Now()
+			st.synced, st.done, st.expressed = lc.Command.Synced, time.Now(), lc.Command.Expressed
 			s.latency.add(st)
 		}
 		lc.close() // nothing joins from here: kdones stay as they are

@@ -47,6 +47,7 @@ const latencyMax = 1 << 17
 // launchStamps are one launch command's times.
 type launchStamps struct {
 	recv, issue0, issue1, synced, done time.Time
+	expressed                          bool // the scheduler's express lane issued it
 }
 
 // latencyRec collects a session's stamps.
@@ -120,7 +121,13 @@ func (l *latencyRec) write(path, who string) {
 		fmt.Fprintf(f, "  %-16s p50 %8.1f  p90 %8.1f  p99 %8.1f  max %8.1f us\n", name,
 			us(v[len(v)/2]), us(v[len(v)*90/100]), us(v[len(v)*99/100]), us(v[len(v)-1]))
 	}
-	fmt.Fprintf(f, "session %s: %d launch commands\n", who, len(stamps))
+	expressed := 0
+	for i := range stamps {
+		if stamps[i].expressed {
+			expressed++
+		}
+	}
+	fmt.Fprintf(f, "session %s: %d launch commands, %d by the express lane\n", who, len(stamps), expressed)
 	fmt.Fprintf(f, "  process so far: %s\n", runtimeTails())
 	stage("recv->issue", func(s *launchStamps) time.Duration { return s.issue0.Sub(s.recv) })
 	stage("issue (driver)", func(s *launchStamps) time.Duration { return s.issue1.Sub(s.issue0) })
@@ -144,7 +151,7 @@ func (l *latencyRec) write(path, who string) {
 }
 
 // writeLatencyCSV appends one row per command: the session, then its stages'
-// times in Unix ns (0: not reached).
+// times in Unix ns (0: not reached), then whether the express lane issued it.
 func writeLatencyCSV(path, who string, stamps []launchStamps) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
@@ -162,7 +169,7 @@ func writeLatencyCSV(path, who string, stamps []launchStamps) {
 	var b []byte
 	for i := range stamps {
 		s := &stamps[i]
-		b = fmt.Appendf(b, "%q,%d,%d,%d,%d,%d\n", who, ns(s.recv), ns(s.issue0), ns(s.issue1), ns(s.synced), ns(s.done))
+		b = fmt.Appendf(b, "%q,%d,%d,%d,%d,%d,%t\n", who, ns(s.recv), ns(s.issue0), ns(s.issue1), ns(s.synced), ns(s.done), s.expressed)
 	}
 	f.Write(b)
 }

@@ -43,7 +43,7 @@ func TestLaunchLatencyStages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"session test: 3 launch commands", "recv->issue", "issue (driver)", "issued->done", "synced->done", "recv->done", "slow: ", "process so far: sched latency >=100us"} {
+	for _, want := range []string{"session test: 3 launch commands, 0 by the express lane", "recv->issue", "issue (driver)", "issued->done", "synced->done", "recv->done", "slow: ", "process so far: sched latency >=100us"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}
@@ -59,11 +59,11 @@ func TestLaunchLatencyStages(t *testing.T) {
 	}
 	for _, row := range rows {
 		f := strings.Split(row, ",")
-		if len(f) != 6 || f[0] != `"test"` {
-			t.Fatalf("row %q: want the session and 5 times", row)
+		if len(f) != 7 || f[0] != `"test"` || f[6] != "false" {
+			t.Fatalf("row %q: want the session, 5 times and false (not expressed: one tenant)", row)
 		}
 		var prev int64
-		for _, x := range f[1:] {
+		for _, x := range f[1:6] {
 			v, err := strconv.ParseInt(x, 10, 64)
 			if err != nil || v < prev {
 				t.Errorf("row %q: times not increasing", row)

@@ -145,6 +145,10 @@ type Command struct {
 	// command, or the scheduler's close): set before Done runs, for latency
 	// diagnostics (the time from it to Done is the scheduler's own).
 	Synced time.Time
+	// Expressed says the express lane issued the command (express.go): its
+	// submitter found the dispatch token held and issued it itself. Set
+	// before Issue is called, for latency diagnostics.
+	Expressed bool
 
 	// Owned by the scheduler.
 	seq     uint64

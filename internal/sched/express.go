@@ -33,6 +33,7 @@ func (s *Scheduler) expressLocked() (issued int) {
 		s.expressed++
 		s.expressing++
 		t.expressing = true
+		a.c.Expressed = true
 		s.issueLocked(&a)
 		t.expressing = false
 		s.expressing--

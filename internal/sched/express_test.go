@@ -99,6 +99,9 @@ func TestExpressLane(t *testing.T) {
 			if got := s.Expressed(); (got > 0) != tc.express {
 				t.Errorf("express lane issued %d commands; want some: %v", got, tc.express)
 			}
+			if c.Expressed != tc.express || slow.Expressed {
+				t.Errorf("Command.Expressed: the service's %v, the stuck one's %v; want %v, false", c.Expressed, slow.Expressed, tc.express)
+			}
 		})
 	}
 }
