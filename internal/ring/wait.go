@@ -26,10 +26,6 @@ type Options struct {
 
 const defaultSleep = 100 * time.Millisecond
 
-// yieldAfter is how long a poller polls before it starts to yield the CPU
-// between polls.
-const yieldAfter = 100 * time.Microsecond
-
 func (o Options) withDefaults() Options {
 	if o.Spin == 0 {
 		o.Spin = DefaultSpin()
@@ -46,9 +42,9 @@ const SpinEnv = "GPUOS_RING_SPIN"
 
 // DefaultSpin is the polling time used when Options.Spin is zero:
 // $GPUOS_RING_SPIN if set, else 50µs, or none on a machine with one CPU,
-// where the peer cannot run while we poll. (A poller that has polled for
-// 100µs yields the CPU between polls, so long polling costs little on a
-// loaded machine; waking a sleeper costs about 5µs per hop on a small VM.)
+// where the peer cannot run while we poll. (A poller yields the CPU between
+// polls, so polling costs little on a loaded machine; waking a sleeper costs
+// about 5µs per hop on a small VM.)
 func DefaultSpin() time.Duration { return defaultSpin() }
 
 var defaultSpin = sync.OnceValue(func() time.Duration {
@@ -88,18 +84,12 @@ func waitUntil(word *atomic.Uint32, o *Options, exclusive bool, ready func() boo
 				if err := stop(); err != nil {
 					return err
 				}
-				waited := time.Since(start)
-				if waited >= o.Spin {
+				if time.Since(start) >= o.Spin {
 					break
 				}
-				// After a while, let another thread have this CPU if one is
-				// waiting for it: the peer may be what we wait for. Not at
-				// first: a yield can give the CPU away for as long as the
-				// other thread runs (tens of µs, seen as a service's tail
-				// under load), and most waits end within the first polls.
-				if waited >= yieldAfter {
-					osYield()
-				}
+				// Let another thread have this CPU if one is waiting for it:
+				// the peer may be what we wait for.
+				osYield()
 			}
 		}
 	}
