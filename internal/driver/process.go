@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/gpuos/gpuos/internal/backend/auto"
 	"github.com/gpuos/gpuos/internal/backend/sim"
 	"github.com/gpuos/gpuos/internal/config"
+	"github.com/gpuos/gpuos/internal/sched"
 	"github.com/gpuos/gpuos/internal/wire"
 )
 
@@ -29,6 +31,11 @@ var ErrDeviceLostExit = v1.Errorf(v1.CodeDeviceLost, "device context lost; the d
 // RunProcess is the body of a driver process (gpuos driver): it opens the
 // backend, serves the manager's control connection (an inherited descriptor)
 // and returns when the manager goes away, ctx ends, or the device is lost.
+
+// NoExpressEnv, set to "0", turns the scheduler's express lane off
+// (sched.Options.NoExpress): for measuring what it gives a service.
+const NoExpressEnv = "GPUOS_SCHED_EXPRESS"
+
 func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("gpuos driver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -80,7 +87,8 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 		defer al.Close()
 	}
 	d, err := New(Options{Backend: choice.Backend, Ordinal: *device, Audit: al, Limits: lim,
-		DeviceMemoryLimit: *devMem, Log: log, SwapLimit: *swap, SwapReserve: *swapReserve, MinResidency: *minRes, ReserveSMs: *reserveSMs})
+		DeviceMemoryLimit: *devMem, Log: log, SwapLimit: *swap, SwapReserve: *swapReserve, MinResidency: *minRes, ReserveSMs: *reserveSMs,
+		Sched: sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0"}})
 	if err != nil {
 		return err
 	}

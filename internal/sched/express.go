@@ -25,7 +25,7 @@ package sched
 // it issued. Called and returns with s.mu held; drops it around backend
 // calls.
 func (s *Scheduler) expressLocked() (issued int) {
-	for s.dispatching && !s.closed && s.clk != 0 {
+	for s.dispatching && !s.closed && s.clk != 0 && !s.opts.NoExpress {
 		a, t := s.nextExpress()
 		if t == nil {
 			break

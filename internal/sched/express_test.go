@@ -14,19 +14,22 @@ import (
 // run beside other work (priority, fifo); a best-effort command submitted
 // meanwhile waits for the stuck call. Under the share policies every
 // kernel takes its turn, which only the token holder can give, so the
-// service's command waits too and is issued once the call returns.
+// service's command waits too and is issued once the call returns, as it
+// does with the lane turned off (Options.NoExpress).
 func TestExpressLane(t *testing.T) {
 	for _, tc := range []struct {
-		policy  string
-		express bool
+		name, policy string
+		off          bool // Options.NoExpress
+		express      bool
 	}{
-		{"priority", true},
-		{"fifo", true},
-		{"fair", false},
-		{"band", false},
+		{"priority", "priority", false, true},
+		{"fifo", "fifo", false, true},
+		{"fair", "fair", false, false},
+		{"band", "band", false, false},
+		{"priority/off", "priority", true, false},
 	} {
-		t.Run(tc.policy, func(t *testing.T) {
-			s := newSched(t, sched.Options{Device: &fakeDevice{}})
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSched(t, sched.Options{Device: &fakeDevice{}, NoExpress: tc.off})
 			if err := s.Use(tc.policy); err != nil {
 				t.Fatal(err)
 			}

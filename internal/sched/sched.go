@@ -86,6 +86,10 @@ type Options struct {
 	// another goroutine to issue the queue's work before it sleeps (default
 	// 0: both sleep at once).
 	Spin time.Duration
+	// NoExpress turns the express lane off (express.go): a high-class
+	// command then waits for the dispatch token like any other. For
+	// measuring what the lane gives.
+	NoExpress bool
 	// OnEject, if set, is told (on its own goroutine) when a policy is
 	// replaced for misbehaving.
 	OnEject func(policy string, err error)
