@@ -251,8 +251,12 @@ func (b *Backend) open(ordinal int) (*Device, error) {
 	if proc.open[uuid] != nil {
 		return nil, fmt.Errorf("open device %d: already open in this process: %w", ordinal, backend.ErrInvalidArgument)
 	}
+	flags, err := schedFlags()
+	if err != nil {
+		return nil, fmt.Errorf("open device %d: %w", ordinal, err)
+	}
 	proc.gen++
-	c, r := b.lib.openCtx(ordinal, proc.gen)
+	c, r := b.lib.openCtx(ordinal, proc.gen, flags)
 	if r != 0 {
 		return nil, resultError(fmt.Sprintf("open device %d: retain its primary context", ordinal), r)
 	}

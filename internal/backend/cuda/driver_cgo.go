@@ -94,6 +94,7 @@ _Static_assert(offsetof(CUdevResource, sm) == 96, "CUdevResource.sm");
 	X(cuDeviceGet, (CUdevice *, int)) \
 	X(cuDevicePrimaryCtxRetain, (CUcontext *, CUdevice)) \
 	X(cuDevicePrimaryCtxRelease_v2, (CUdevice)) \
+	X(cuDevicePrimaryCtxSetFlags_v2, (CUdevice, unsigned int)) \
 	X(cuCtxSetCurrent, (CUcontext)) \
 	X(cuDeviceGetName, (char *, int, CUdevice)) \
 	X(cuDeviceGetUuid_v2, (CUuuid *, CUdevice)) \
@@ -360,11 +361,16 @@ static CUresult gpuos_device_info(gpuos_lib *lib, int ordinal, char *name, int n
 	return GPUOS_CUDA_SUCCESS;
 }
 
-// gpuos_ctx_open retains the device's primary context.
-static CUresult gpuos_ctx_open(gpuos_lib *lib, int ordinal, uint64_t gen, gpuos_ctx **out) {
+// gpuos_ctx_open retains the device's primary context, first setting its
+// flags (how host threads wait for the device) unless flags is negative.
+static CUresult gpuos_ctx_open(gpuos_lib *lib, int ordinal, uint64_t gen, int flags, gpuos_ctx **out) {
 	CUdevice dev;
 	CUresult r = lib->cuDeviceGet(&dev, ordinal);
 	if (r) return r;
+	if (flags >= 0) {
+		r = GPUOS_CALL(lib, cuDevicePrimaryCtxSetFlags_v2, dev, (unsigned int)flags);
+		if (r) return r;
+	}
 	CUcontext ctx;
 	r = lib->cuDevicePrimaryCtxRetain(&ctx, dev);
 	if (r) return r;
@@ -871,11 +877,11 @@ type dctx struct {
 	p *C.gpuos_ctx
 }
 
-// openCtx retains the device's primary context. gen must be unique in the
-// process.
-func (l *lib) openCtx(ordinal int, gen uint64) (*dctx, cuda.CUresult) {
+// openCtx retains the device's primary context, with flags
+// (CU_CTX_SCHED_*) unless negative. gen must be unique in the process.
+func (l *lib) openCtx(ordinal int, gen uint64, flags int) (*dctx, cuda.CUresult) {
 	var p *C.gpuos_ctx
-	r := C.gpuos_ctx_open(l.p, C.int(ordinal), C.uint64_t(gen), &p)
+	r := C.gpuos_ctx_open(l.p, C.int(ordinal), C.uint64_t(gen), C.int(flags), &p)
 	if r != 0 {
 		return nil, cuda.CUresult(r)
 	}

@@ -59,7 +59,7 @@ func (*lib) deviceInfo(int, int) (rawInfo, string, cuda.CUresult) { return rawIn
 
 type dctx struct{}
 
-func (*lib) openCtx(int, uint64) (*dctx, cuda.CUresult) { return nil, notLoaded }
+func (*lib) openCtx(int, uint64, int) (*dctx, cuda.CUresult) { return nil, notLoaded }
 
 func (*dctx) close() cuda.CUresult                                          { return notLoaded }
 func (*dctx) sync() cuda.CUresult                                           { return notLoaded }

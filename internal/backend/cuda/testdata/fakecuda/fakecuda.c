@@ -24,7 +24,8 @@
 // -DFAKE_NO_RETAIN leaves out cuDevicePrimaryCtxRetain (a core entry point);
 // -DFAKE_NO_GLOBAL leaves out cuModuleGetGlobal_v2 (an optional one). Environment at call
 // time: FAKECUDA_NO_DEVICE=1 makes cuInit fail with CUDA_ERROR_NO_DEVICE,
-// FAKECUDA_ZERO_DEVICES=1 makes the device count 0.
+// FAKECUDA_ZERO_DEVICES=1 makes the device count 0, FAKECUDA_FLAGS_FILE names
+// a file cuDevicePrimaryCtxSetFlags_v2 writes the flags it was given to.
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -100,6 +101,17 @@ CUresult cuDevicePrimaryCtxRetain(void **ctx, CUdevice d) {
 	return OK;
 }
 #endif
+CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice d, unsigned int flags) {
+	if (d != 0) return INVALID_DEVICE;
+	unsigned sched = flags & 7;
+	if (flags & ~7u || (sched != 0 && sched != 1 && sched != 2 && sched != 4)) return INVALID_VALUE;
+	const char *path = getenv("FAKECUDA_FLAGS_FILE");
+	if (path) {
+		FILE *f = fopen(path, "w");
+		if (f) { fprintf(f, "%u\n", flags); fclose(f); }
+	}
+	return OK;
+}
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
 	if (d != 0) return INVALID_DEVICE;
 	LOCK;
