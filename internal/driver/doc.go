@@ -41,7 +41,13 @@
 // long a ring is polled before its reader sleeps (package ring);
 // $GPUOS_SWAP_PIN=register pins swap memory by registering it;
 // $GPUOS_LATENCY_LOG names a file each session appends its launch commands'
-// stage times to when it ends (latency.go).
+// stage times to when it ends, with every command's times in a CSV beside
+// it (latency.go); with it, $GPUOS_STALL_TRACE names a directory where a
+// high-class session's stalls leave a flight recording of the Go execution
+// trace; $GPUOS_SCHED_EXPRESS=0 turns the scheduler's express lane off
+// (sched.Options.NoExpress). The cuda backend reads $GPUOS_CUDA_SCHED (how
+// the driver's synchronizing calls wait) and $GPUOS_CUDA_SLOW_LOG (driver
+// calls slower than $GPUOS_CUDA_SLOW).
 //
 // Lock order: Driver.mu, then Session.mu. Neither is held while calling the
 // backend, the scheduler, the memory manager or cap (whose cleanups call back

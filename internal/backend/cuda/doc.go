@@ -29,7 +29,10 @@
 // that first compares a thread-local context generation and calls
 // cuCtxSetCurrent only when the thread has not served this context yet.
 // Nothing else in the process may change a thread's current context (the
-// driver process has no other CUDA user).
+// driver process has no other CUDA user). $GPUOS_CUDA_SCHED, if set, gives
+// the primary context's scheduling flag before it is retained (how a thread
+// in cuStreamSynchronize waits: spin, yield, blocking or auto); unset, the
+// driver's default stays (spin, with fewer contexts than CPUs).
 //
 // # Memory
 //
