@@ -3,6 +3,7 @@ package driver
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
@@ -124,6 +125,24 @@ func (d *Driver) ringSpin(t *tenantState) time.Duration {
 		return HighClassSpin
 	}
 	return 0
+}
+
+// HighClassNiceEnv, set to a nice value (-20 to 19), makes the goroutine
+// serving a high-class session run on an OS thread of its own with that
+// priority: the thread that receives its launches, issues them and waits
+// for its kernels is then not preempted by the daemon's other threads or
+// other processes of normal priority. A negative value needs CAP_SYS_NICE;
+// refused, the session is served as usual and the refusal logged. Unset:
+// off.
+const HighClassNiceEnv = "GPUOS_HIGH_NICE"
+
+// highClassNice returns the nice value $GPUOS_HIGH_NICE asks for, if any.
+func highClassNice() (int, bool) {
+	v, err := strconv.Atoi(os.Getenv(HighClassNiceEnv))
+	if err != nil || v < -20 || v > 19 {
+		return 0, false
+	}
+	return v, true
 }
 
 // queueParams describes a new session's queue.

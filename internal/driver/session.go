@@ -131,6 +131,13 @@ func (s *Session) rights() v1.Rights {
 }
 
 func (s *Session) serve(conn *wire.Conn) {
+	if nice, ok := highClassNice(); ok && s.d.sched.TenantClass(s.tenant.name) == sched.ClassHigh {
+		if restore, err := raiseThread(nice); err != nil {
+			s.d.log.Warn("high-class session: thread priority not raised", "session", s.id, "nice", nice, "err", err)
+		} else {
+			defer restore()
+		}
+	}
 	s.conn.Store(conn)
 	s.hot.conn = wire.NewHotConn(conn)
 	err := s.server().Serve(s.ctx, s.hot.conn)
