@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/audit"
@@ -35,6 +36,27 @@ var ErrDeviceLostExit = v1.Errorf(v1.CodeDeviceLost, "device context lost; the d
 // NoExpressEnv, set to "0", turns the scheduler's express lane off
 // (sched.Options.NoExpress): for measuring what it gives a service.
 const NoExpressEnv = "GPUOS_SCHED_EXPRESS"
+
+// SliceEnv sets the scheduler's slice length (sched.Options.SliceTarget): a
+// duration ("100us"), or "off" for no slicing. For measuring what slicing
+// costs and buys; unset, the scheduler's default.
+const SliceEnv = "GPUOS_SCHED_SLICE"
+
+// sliceTarget reads SliceEnv.
+func sliceTarget() (time.Duration, error) {
+	switch v := os.Getenv(SliceEnv); v {
+	case "":
+		return 0, nil
+	case "off":
+		return -1, nil
+	default:
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return 0, fmt.Errorf("%s=%q: want a positive duration or off", SliceEnv, v)
+		}
+		return d, nil
+	}
+}
 
 func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("gpuos driver", flag.ContinueOnError)
@@ -86,9 +108,13 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		defer al.Close()
 	}
+	slice, err := sliceTarget()
+	if err != nil {
+		return err
+	}
 	d, err := New(Options{Backend: choice.Backend, Ordinal: *device, Audit: al, Limits: lim,
 		DeviceMemoryLimit: *devMem, Log: log, SwapLimit: *swap, SwapReserve: *swapReserve, MinResidency: *minRes, ReserveSMs: *reserveSMs,
-		Sched: sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0"}})
+		Sched: sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0", SliceTarget: slice}})
 	if err != nil {
 		return err
 	}

@@ -255,7 +255,8 @@ func (p *priority) OnDispatch(h *Host, e Engine, ready []TenantID) (Choice, erro
 	*last = t
 	ch := Choice{Tenant: t, Group: classGroup(top)}
 	if higher {
-		ch.Quantum, ch.Reserve = h.SliceTarget(), true
+		// With slicing off (SliceTarget not positive) whole kernels go.
+		ch.Quantum, ch.Reserve = max(h.SliceTarget(), 0), true
 	}
 	return ch, nil
 }
