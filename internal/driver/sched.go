@@ -104,6 +104,7 @@ func (d *Driver) openReserve(n int, detail map[string]any) {
 		return
 	}
 	d.reserved = p
+	d.sched.SetHighClassReserved(true)
 	d.log.Info("SMs reserved for the high class", "reserved", p.Reserved(), "others", p.SMs())
 	detail["sms_reserved"], detail["sms_others"] = p.Reserved(), p.SMs()
 }

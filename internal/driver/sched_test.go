@@ -136,6 +136,9 @@ func TestReservedSMs(t *testing.T) {
 			if got := td.d.reserved != nil; got != tc.concurrent {
 				t.Fatalf("reserve in effect: %v, want %v", got, tc.concurrent)
 			}
+			if got := td.d.sched.HighClassReserved(); got != tc.concurrent {
+				t.Errorf("scheduler told the high class has SMs of its own: %v, want %v", got, tc.concurrent)
+			}
 			for name, class := range map[string]sched.Class{"hp": sched.ClassHigh, "nm": sched.ClassNormal, "be": sched.ClassLow} {
 				if err := td.d.sched.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
 					t.Fatal(err)

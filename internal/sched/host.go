@@ -142,8 +142,13 @@ func (h *Host) EngineInFlight(e Engine) int {
 	return 0
 }
 
-// SliceTarget is the scheduler's preferred slice length for Choice.Quantum.
+// SliceTarget is the scheduler's preferred slice length for Choice.Quantum;
+// not positive when slicing is off.
 func (h *Host) SliceTarget() time.Duration { return h.s.opts.SliceTarget }
+
+// HighClassReserved reports whether the high class has SMs no other class's
+// stream runs on (Scheduler.SetHighClassReserved).
+func (h *Host) HighClassReserved() bool { return h.s.highReserved.Load() }
 
 // Map returns the policy map with this name, creating it (all zero) if it
 // does not exist. Maps outlive policies: a policy switched away from and back

@@ -174,54 +174,70 @@ func (p *submitProbe) OnSubmit(h *sched.Host, ev sched.SubmitEvent) error {
 	return p.Policy.OnSubmit(h, ev)
 }
 
-// TestPriorityUnsliced: with slicing off (SliceTarget negative), priority
-// still holds the lower classes back while the high class is active, and
-// issues their kernels whole rather than asking for a quantum the scheduler
-// would refuse (which once ejected the policy).
-func TestPriorityUnsliced(t *testing.T) {
-	const sms = 4
-	g := newSimGPUOf(t, sms, true)
-	s := newSched(t, sched.Options{Device: g.dev, Policy: "priority", SliceTarget: -1, HookDeadline: time.Minute,
-		Clock:   func() time.Duration { return time.Millisecond }, // the service stays active
-		OnEject: func(p string, err error) { t.Errorf("policy %s ejected: %v", p, err) }})
-	ctx := tctx(t)
-	if err := s.SetShare("service", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
-		t.Fatal(err)
-	}
-	svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 1})
-	svcStream := g.stream(t, 0)
-	if err := svc.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: svcStream, Issue: g.launch(svcStream, 1, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetShare("batch", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassLow, ClassSet: true}); err != nil {
-		t.Fatal(err)
-	}
-	q := newQueue(t, s, sched.QueueParams{Tenant: "batch", Session: 2})
-	st := g.stream(t, 0)
-	var whole, sliced atomic.Int64
-	const kernels = 5
-	for range kernels {
-		launch := g.launch(st, 4, sms*4)
-		c := &sched.Command{Kind: sched.Compute, Stream: st, Units: sms * 4, Wave: sms, Estimate: &sched.Estimate{},
-			Issue: func() error { whole.Add(1); return launch() },
-			IssueUnits: func(lo, hi uint32) error {
-				sliced.Add(1)
-				return st.Launch(g.work, backend.LaunchConfig{Grid: [3]uint32{hi - lo, 1, 1}, Block: [3]uint32{1, 1, 1}}, params(4))
-			}}
-		if err := q.Submit(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := q.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if have, want := whole.Load(), int64(kernels); have != want || sliced.Load() != 0 {
-		t.Errorf("kernels issued whole %d, in slices %d; want %d whole, none sliced", have, sliced.Load(), want)
-	}
-	if active := s.Active(); active != "priority" {
-		t.Errorf("active policy %q, want priority", active)
+// TestPriorityWholeKernels: while the high class is active, priority issues
+// the lower classes' long kernels in slices, unless slicing is off
+// (SliceTarget negative: it once asked for a negative quantum and was
+// ejected) or the high class has SMs of its own (SetHighClassReserved), where
+// it issues them whole.
+func TestPriorityWholeKernels(t *testing.T) {
+	const sms, kernels = 4, 5
+	for _, tt := range []struct {
+		name      string
+		slice     time.Duration
+		reserved  bool
+		wantWhole bool
+	}{
+		{"sliced", 0, false, false},
+		{"slicing off", -1, false, true},
+		{"high class reserved", 0, true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newSimGPUOf(t, sms, true)
+			s := newSched(t, sched.Options{Device: g.dev, Policy: "priority", SliceTarget: tt.slice, HookDeadline: time.Minute,
+				Clock:   func() time.Duration { return time.Millisecond }, // the service stays active
+				OnEject: func(p string, err error) { t.Errorf("policy %s ejected: %v", p, err) }})
+			s.SetHighClassReserved(tt.reserved)
+			ctx := tctx(t)
+			if err := s.SetShare("service", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
+				t.Fatal(err)
+			}
+			svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 1})
+			svcStream := g.stream(t, 0)
+			if err := svc.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: svcStream, Issue: g.launch(svcStream, 1, 1)}); err != nil {
+				t.Fatal(err)
+			}
+			if err := svc.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetShare("batch", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassLow, ClassSet: true}); err != nil {
+				t.Fatal(err)
+			}
+			q := newQueue(t, s, sched.QueueParams{Tenant: "batch", Session: 2})
+			st := g.stream(t, 0)
+			var whole, sliced atomic.Int64
+			for range kernels {
+				launch := g.launch(st, 4, sms*4)
+				c := &sched.Command{Kind: sched.Compute, Stream: st, Units: sms * 4, Wave: sms, Estimate: &sched.Estimate{},
+					Issue: func() error { whole.Add(1); return launch() },
+					IssueUnits: func(lo, hi uint32) error {
+						sliced.Add(1)
+						return st.Launch(g.work, backend.LaunchConfig{Grid: [3]uint32{hi - lo, 1, 1}, Block: [3]uint32{1, 1, 1}}, params(4))
+					}}
+				if err := q.Submit(ctx, c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := q.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			haveWhole := whole.Load() == kernels && sliced.Load() == 0
+			haveSliced := whole.Load() == 0 && sliced.Load() > kernels
+			if haveWhole != tt.wantWhole || haveWhole == haveSliced {
+				t.Errorf("kernels issued whole %d, slices %d; want all %d whole: %v", whole.Load(), sliced.Load(), kernels, tt.wantWhole)
+			}
+			if active := s.Active(); active != "priority" {
+				t.Errorf("active policy %q, want priority", active)
+			}
+		})
 	}
 }

@@ -204,6 +204,10 @@ type Scheduler struct {
 	points      []*point
 	ready       [NumEngines][]TenantID
 
+	// highReserved: the high class has SMs no other class's stream runs on
+	// (SetHighClassReserved).
+	highReserved atomic.Bool
+
 	bgWake chan struct{}
 	bgDone chan struct{}
 	// gen counts events that may allow dispatching (Batched submissions,
@@ -391,6 +395,16 @@ func (s *Scheduler) Share(name string) (Share, bool) {
 }
 
 // TenantClass returns a tenant's effective class (ClassNormal if unknown).
+// SetHighClassReserved tells the policies whether the high class has SMs of
+// its own: the other classes' streams run in a partition of the rest (the
+// driver's reserve_sms). A kernel of the high class then finds SMs free
+// without the others' kernels being held back in slices, which would cost
+// them throughput and the host a driver call and a completion per slice.
+func (s *Scheduler) SetHighClassReserved(on bool) { s.highReserved.Store(on) }
+
+// HighClassReserved reports what SetHighClassReserved last set.
+func (s *Scheduler) HighClassReserved() bool { return s.highReserved.Load() }
+
 func (s *Scheduler) TenantClass(name string) Class {
 	s.mu.Lock()
 	defer s.mu.Unlock()
