@@ -167,7 +167,11 @@ func report(dir string, w io.Writer) error {
 		return sum / float64(n)
 	}
 	if a, m := dispatches(ga), dispatches(gm); a > 0 || m > 0 {
-		fmt.Fprintf(w, "gpuos: best-effort dispatches per kernel alone %.1f, with the service %.1f (its kernels sliced while the service is active)\n", a, m)
+		why := "its kernels issued whole: the service has SMs of its own"
+		if m > 1.5 {
+			why = "its kernels sliced while the service is active"
+		}
+		fmt.Fprintf(w, "gpuos: best-effort dispatches per kernel alone %.1f, with the service %.1f (%s)\n", a, m, why)
 	}
 	if na.hp != nil && nm.hp != nil && na.hp.P99us > 0 {
 		fmt.Fprintf(w, "native baseline: high-priority P99 with the best-effort load / alone = %.2f (three processes, time-sliced contexts)\n", nm.hp.P99us/na.hp.P99us)

@@ -56,7 +56,7 @@ func TestReport(t *testing.T) {
 				"gpuos-hp-alone-spin": hp(70),
 			},
 			contains: []string{"/ alone = 1.15 (target <= 1.2)  PASS", "/ alone = 0.75 (target >= 0.70)  PASS",
-				"alone, rings polling", "dispatches per kernel alone 1.0, with the service 21.0", "all checks passed"},
+				"alone, rings polling", "dispatches per kernel alone 1.0, with the service 21.0 (its kernels sliced", "all checks passed"},
 		},
 		{
 			name: "shares, latency and throughput off",
@@ -67,7 +67,8 @@ func TestReport(t *testing.T) {
 			},
 			wantErr: true,
 			contains: []string{"fair       a       1        200      100   5.00%  25.00%  20.00%         25.00%             FAIL",
-				"/ alone = 1.30 (target <= 1.2)  FAIL", "/ alone = 0.50 (target >= 0.70)  FAIL", "6 check(s) failed"},
+				"/ alone = 1.30 (target <= 1.2)  FAIL", "/ alone = 0.50 (target >= 0.70)  FAIL", "6 check(s) failed",
+				"with the service 1.0 (its kernels issued whole: the service has SMs of its own)"},
 		},
 		{
 			// SMs reserved for the service: the throughput verdict takes the
