@@ -237,6 +237,7 @@ type stallTracer struct {
 	mu      sync.Mutex
 	written int
 	last    time.Time
+	writing sync.WaitGroup // recordings being written
 }
 
 func (t *stallTracer) start() {
@@ -269,7 +270,9 @@ func (t *stallTracer) note(what string, d time.Duration, at time.Time) {
 	t.written++
 	t.last = time.Now()
 	path := filepath.Join(t.dir, fmt.Sprintf("stall-%d-%d.trace", os.Getpid(), t.written))
+	t.writing.Add(1)
 	time.AfterFunc(100*time.Millisecond, func() {
+		defer t.writing.Done()
 		f, err := os.Create(path)
 		if err != nil {
 			return

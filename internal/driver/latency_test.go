@@ -84,6 +84,7 @@ func TestStallTrace(t *testing.T) {
 		t.Fatal("flight recorder not started")
 	}
 	defer tr.fr.Stop()
+	defer tr.writing.Wait() // the recorder stops after its writes
 	l := &latencyRec{service: true}
 	saved := stallTraces
 	stallTraces = tr

@@ -128,6 +128,23 @@ func (d *Driver) ringSpin(t *tenantState) time.Duration {
 	return 0
 }
 
+// NoHedgeEnv, set to "0", turns hedged serving off (hedge): for measuring
+// what it gives a service.
+const NoHedgeEnv = "GPUOS_HEDGE"
+
+// hedge is how long a second goroutine watches a session's submission ring
+// beside the one serving it (wire.Server.Hedge; 0: none): a high-class
+// session whose rings poll gets one for as long as they poll. The lent GPU
+// machines are virtual; the hypervisor takes each CPU away now and then
+// for up to milliseconds (bench/RESULTS.md, run 31: 0.04-1.5% of the time),
+// and a request that arrives meanwhile waits unless another thread stands in.
+func (d *Driver) hedge(t *tenantState) time.Duration {
+	if os.Getenv(NoHedgeEnv) == "0" {
+		return 0
+	}
+	return d.ringSpin(t)
+}
+
 // HighClassNiceEnv, set to a nice value (-20 to 19), makes the goroutine
 // serving a high-class session run on an OS thread of its own with that
 // priority: the thread that receives its launches, issues them and waits

@@ -3,6 +3,7 @@ package driver
 import (
 	"os"
 	"testing"
+	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/backend"
@@ -165,8 +166,9 @@ func TestReservedSMs(t *testing.T) {
 }
 
 // TestHighClassRingsPoll: a high-class session's rings poll for
-// HighClassSpin, and the driver advises its client to do the same; other
-// classes keep the default (no advice). $GPUOS_RING_SPIN, when set, rules
+// HighClassSpin, and the driver advises its client to do the same and
+// watches them with a second goroutine as long; other classes keep the
+// default (no advice, no hedge). $GPUOS_RING_SPIN, when set, rules
 // every session (not tested here: it is read once per process).
 func TestHighClassRingsPoll(t *testing.T) {
 	if ring.DefaultSpin() <= 0 || os.Getenv(ring.SpinEnv) != "" {
@@ -182,6 +184,18 @@ func TestHighClassRingsPoll(t *testing.T) {
 		if ro := ts.useRings(); ro.SpinNs != want {
 			t.Errorf("%s: RingOpened.SpinNs = %d, want %d", name, ro.SpinNs, want)
 		}
-		ts.must(&v1.Synchronize{}, nil) // the rings work
+		// A second goroutine watches the rings of a high-class session
+		// (hedged serving) for as long as they poll, unless turned off.
+		if have := td.d.hedge(ts.s.tenant); have != time.Duration(want) {
+			t.Errorf("%s: hedge %v, want %v", name, have, time.Duration(want))
+		}
+		t.Setenv(NoHedgeEnv, "0")
+		if have := td.d.hedge(ts.s.tenant); have != 0 {
+			t.Errorf("%s: with %s=0, hedge %v, want 0", name, NoHedgeEnv, have)
+		}
+		os.Unsetenv(NoHedgeEnv)
+		for range 100 { // the rings work, hedged or not
+			ts.must(&v1.Synchronize{}, nil)
+		}
 	}
 }

@@ -156,6 +156,7 @@ func (s *Session) server() *wire.Server {
 		Deferred: func(req *wire.Request, err error) { s.deferError(err) },
 		// launch copies what it keeps of a Launch (its parameters).
 		Reuse: func(t v1.Type) bool { return t == v1.TypeLaunch },
+		Hedge: func() time.Duration { return s.d.hedge(s.tenant) },
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Ring geometry. The control page's words sit on separate 128-byte lines so
@@ -365,6 +366,30 @@ func (c *Consumer) Pending() bool {
 		return sd.head != c.tail
 	}
 	return c.v.head.Load() != c.tail
+}
+
+// Watch polls, without reading, until a read would not wait (a message or
+// part of one is published and unread, or the end is shut down or closed),
+// and reports true; false once spin has passed or quit reports true. Unlike
+// the reads, it may run on any goroutine while another reads: a reader that
+// the system does not run for a while (a virtual CPU taken away by the
+// hypervisor) can then be stood in for. It polls as a waiting reader does,
+// giving up the CPU now and then to any thread waiting for it.
+func (c *Consumer) Watch(spin time.Duration, quit func() bool) bool {
+	c.ops.RLock()
+	defer c.ops.RUnlock()
+	start := time.Now()
+	for i := 1; ; i++ {
+		if c.closed.Load() || c.shut.Load() != nil || c.v.head.Load() != c.v.tail.Load() {
+			return true
+		}
+		if i&63 == 0 {
+			if quit() || time.Since(start) >= spin {
+				return false
+			}
+			osYield()
+		}
+	}
 }
 
 // published returns the producer's head once it is past the tail, or the

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,6 +105,11 @@ func hotPair(t *testing.T, sq, cq int, onRings bool) (*wire.Client, *hotSession)
 }
 
 func hotPairB(t testing.TB, sq, cq int, onRings bool) (*wire.Client, *hotSession) {
+	return hotPairHedged(t, sq, cq, onRings, 0)
+}
+
+// hotPairHedged is hotPair with the server's Hedge set to hedge (0: none).
+func hotPairHedged(t testing.TB, sq, cq int, onRings bool, hedge time.Duration) (*wire.Client, *hotSession) {
 	t.Helper()
 	a, b, err := wire.Pair()
 	if err != nil {
@@ -111,6 +117,9 @@ func hotPairB(t testing.TB, sq, cq int, onRings bool) (*wire.Client, *hotSession
 	}
 	s := &hotSession{hc: wire.NewHotConn(b), sq: sq, cq: cq, block: make(chan struct{}), servedErr: make(chan error, 1)}
 	srv := &wire.Server{Endpoint: v1.EndpointDriver, Handle: s.handle}
+	if hedge > 0 {
+		srv.Hedge = func() time.Duration { return hedge }
+	}
 	go func() { s.servedErr <- srv.Serve(context.Background(), s.hc) }()
 	cl := wire.NewClient(a)
 	t.Cleanup(func() { cl.Close(); s.hc.Close() })
@@ -148,11 +157,17 @@ func tctx(t testing.TB) context.Context {
 }
 
 // A synchronous call after asynchronous requests is handled after them, on
-// rings as on the socket, with any number of goroutines sending.
+// rings as on the socket, with any number of goroutines sending, and with
+// two goroutines serving (Server.Hedge): one that watches only briefly, so
+// that the two often pass the serving state, and the idle one parks.
 func TestHotOrderedStream(t *testing.T) {
-	for _, onRings := range []bool{false, true} {
-		t.Run(fmt.Sprintf("rings=%v", onRings), func(t *testing.T) {
-			cl, _ := hotPair(t, 8<<10, 8<<10, onRings)
+	for _, tc := range []struct {
+		onRings bool
+		hedge   time.Duration
+	}{{false, 0}, {true, 0}, {true, 2 * time.Millisecond}, {true, 20 * time.Microsecond}} {
+		onRings := tc.onRings
+		t.Run(fmt.Sprintf("rings=%v,hedge=%v", onRings, tc.hedge), func(t *testing.T) {
+			cl, _ := hotPairHedged(t, 8<<10, 8<<10, onRings, tc.hedge)
 			if cl.OnRings() != onRings {
 				t.Fatalf("OnRings = %v", cl.OnRings())
 			}
@@ -547,5 +562,65 @@ func TestHotRecycle(t *testing.T) {
 	// of the one before.
 	if len(firstByte) != 6 || firstByte[2] != firstByte[3] || firstByte[3] != firstByte[4] {
 		t.Errorf("consecutive launches were read into new memory each")
+	}
+}
+
+// TestHotHedgeStandsIn: with Server.Hedge, requests on the rings are served
+// while Serve's own goroutine is held away (as a hypervisor holds a virtual
+// CPU), by the helper watching beside it; without it they wait.
+func TestHotHedgeStandsIn(t *testing.T) {
+	var hold atomic.Bool
+	held := make(chan struct{}, 1)
+	release := make(chan struct{})
+	defer wire.SetHedgeWatchHook(func(primary bool) {
+		if primary && hold.Load() {
+			select {
+			case held <- struct{}{}:
+			default:
+			}
+			<-release
+		}
+	})()
+	cl, s := hotPairHedged(t, 8<<10, 8<<10, true, 10*time.Second)
+	ctx := tctx(t)
+	var r v1.MemInfoReply
+	if err := cl.Call(ctx, &v1.MemInfo{}, &r); err != nil { // hedging starts
+		t.Fatal(err)
+	}
+	hold.Store(true)
+	for k := 0; ; k++ { // each request ends a watch: Serve's goroutine comes to the hook
+		if err := cl.Send(&v1.Launch{Kernel: uint64(k)}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-held:
+		case <-time.After(time.Millisecond):
+			continue
+		case <-ctx.Done():
+			t.Fatal("Serve's goroutine never came to the hook")
+		}
+		break
+	}
+	s.mu.Lock()
+	before := len(s.launches)
+	s.mu.Unlock()
+	for i := range 100 {
+		if err := cl.Send(&v1.Launch{Kernel: uint64(1000 + i)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Call(ctx, &v1.MemInfo{}, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Total != uint64(1000+i) || r.Free != uint64(before+i+1) {
+			t.Fatalf("while Serve's goroutine was held: %d launches handled, the last %d; want %d, %d", r.Free, r.Total, before+i+1, 1000+i)
+		}
+	}
+	hold.Store(false)
+	close(release)
+	if err := cl.Call(ctx, &v1.MemInfo{}, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Free != uint64(before+100) {
+		t.Errorf("after the hold: %d launches handled, want %d", r.Free, before+100)
 	}
 }

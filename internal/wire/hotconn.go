@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/ring"
@@ -163,13 +164,7 @@ func (h *HotConn) ReadFrame() (Frame, error) {
 			continue
 		}
 		if err != nil {
-			if p := h.failed.Load(); p != nil && !errors.Is(err, ring.ErrCorrupt) {
-				return Frame{}, *p
-			}
-			if errors.Is(err, ring.ErrClosed) {
-				return Frame{}, fmt.Errorf("read frame: %w", net.ErrClosed)
-			}
-			return Frame{}, err // io.EOF, or the ring is corrupt
+			return Frame{}, h.ringErr(err)
 		}
 		if !h.state.CompareAndSwap(hotPending, hotRings) && h.state.Load() != hotRings {
 			// The peer sent on both: its order of requests is lost.
@@ -179,6 +174,49 @@ func (h *HotConn) ReadFrame() (Frame, error) {
 		h.last = msg
 		return frameFromRing(msg)
 	}
+}
+
+// ringErr is what a failed read of the submission ring means for the session.
+func (h *HotConn) ringErr(err error) error {
+	if p := h.failed.Load(); p != nil && !errors.Is(err, ring.ErrCorrupt) {
+		return *p
+	}
+	if errors.Is(err, ring.ErrClosed) {
+		return fmt.Errorf("read frame: %w", net.ErrClosed)
+	}
+	return err // io.EOF, or the ring is corrupt
+}
+
+// TryReadFrame is ReadFrame without waiting, once requests come on the
+// rings: ok is false if no whole request is there yet, or the connection is
+// not on rings. Like ReadFrame, it belongs to the serving goroutine (or to
+// whichever goroutine serves now, Server.Hedge).
+func (h *HotConn) TryReadFrame() (f Frame, ok bool, err error) {
+	if h.state.Load() != hotRings {
+		return Frame{}, false, nil
+	}
+	msg, ok, err := h.sq.TryRead(h.spare[:0])
+	if err == nil && !ok {
+		return Frame{}, false, nil
+	}
+	h.spare, h.last = nil, nil
+	if err != nil {
+		return Frame{}, false, h.ringErr(err)
+	}
+	h.last = msg
+	f, err = frameFromRing(msg)
+	return f, err == nil, err
+}
+
+// Watch waits, without reading, for up to spin (or until quit reports true)
+// for a request on the submission ring, or its end, and reports whether one
+// came; false at once when the connection is not on rings. Any goroutine may
+// watch while another serves (Server.Hedge).
+func (h *HotConn) Watch(spin time.Duration, quit func() bool) bool {
+	if h.state.Load() != hotRings {
+		return false
+	}
+	return h.sq.Watch(spin, quit)
 }
 
 // Recycle says that nothing refers to the frame ReadFrame returned last any

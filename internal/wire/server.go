@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 )
@@ -49,6 +50,17 @@ type Server struct {
 	// previous one of the same type into, sparing an allocation per request
 	// in a burst of them (launches). The type's Decode must set every field.
 	Reuse func(v1.Type) bool
+	// Hedge, if set, is asked once the connection has moved onto
+	// shared-memory rings (HotConn): a positive duration d starts a second
+	// goroutine that watches the submission ring beside Serve's own, and
+	// whichever of the two sees a request first serves it (one at a time, in
+	// order: they pass the serving state between them). Each watches for d
+	// after the latest request before it parks. On a virtual machine whose
+	// CPUs the hypervisor takes away now and then (for up to milliseconds,
+	// unseen by the guest), a request then waits only if both are away. It
+	// costs a second polling CPU while requests keep coming; for
+	// latency-critical sessions.
+	Hedge func() time.Duration
 }
 
 // Serve reads requests from c (a Conn, or a HotConn that may move onto
@@ -73,48 +85,97 @@ func (s *Server) Serve(ctx context.Context, c Transport) error {
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 
-	pending, _ := c.(interface{ Pending() bool })
-	recycler, _ := c.(interface{ Recycle() })
-	greeted := false
-	req := new(Request)
-	dc := &decoding{} // reused from request to request
+	st := &serving{s: s, ctx: ctx, c: c, req: new(Request), dc: &decoding{}}
+	st.pending, _ = c.(interface{ Pending() bool })
+	st.recycler, _ = c.(interface{ Recycle() })
+	hc, _ := c.(hedgeable)
+	var h *hedge
+	defer func() {
+		if h != nil {
+			h.stop() // before c closes: the helper touches it
+		}
+	}()
 	for {
-		f, err := c.ReadFrame()
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+		if h == nil && hc != nil && s.Hedge != nil && hc.OnRings() {
+			if spin := s.Hedge(); spin > 0 {
+				h = startHedge(st, hc, spin)
 			}
-			if errors.Is(err, io.EOF) {
-				return nil
+		}
+		if h != nil {
+			if done, err := h.serveTurn(); done {
+				return err
 			}
-			if v1.CodeOf(err) == v1.CodeMalformed && !f.Header.NoReply() {
-				// Best effort: tell the peer why before closing.
-				_ = c.WriteMessage(f.Header.ID, v1.FlagReply|v1.FlagError, v1.Wire(err))
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return fmt.Errorf("serve: %w", err)
+			continue
 		}
-		*req = Request{Header: f.Header, FDs: f.FDs}
-		if pending != nil {
-			req.More = pending.Pending()
-		}
-		reply, fds, err := s.serveOne(ctx, req, f.Payload, greeted, dc)
-		fatal := !greeted && err != nil
-		if err == nil && req.Header.Type == v1.TypeHello {
-			greeted = true
-		}
-		if werr := s.answer(c, req, reply, fds, err); werr != nil {
-			return fmt.Errorf("serve: %w", werr)
-		}
-		if recycler != nil && s.Reuse != nil && s.Reuse(req.Header.Type) {
-			recycler.Recycle() // nothing keeps the frame now
-		}
-		if fatal {
-			return fmt.Errorf("serve: handshake: %w", err)
+		if _, done, err := st.step(nil); done {
+			return err
 		}
 	}
+}
+
+// serving is the state of Serve that passes from one request to the next:
+// only the goroutine serving now touches it (hedge.go).
+type serving struct {
+	s        *Server
+	ctx      context.Context
+	c        Transport
+	pending  interface{ Pending() bool }
+	recycler interface{ Recycle() }
+	greeted  bool
+	req      *Request
+	dc       *decoding
+}
+
+// step reads one request (waiting for it, or with try, only if one is
+// there: ok false if none), serves it and answers. done reports the end of
+// the connection, with the error Serve returns.
+func (st *serving) step(try hedgeable) (ok, done bool, err error) {
+	s, c := st.s, st.c
+	var f Frame
+	if try != nil {
+		f, ok, err = try.TryReadFrame()
+		if err == nil && !ok {
+			return false, false, nil
+		}
+	} else {
+		f, err = c.ReadFrame()
+	}
+	if err != nil {
+		if st.ctx.Err() != nil {
+			return false, true, st.ctx.Err()
+		}
+		if errors.Is(err, io.EOF) {
+			return false, true, nil
+		}
+		if v1.CodeOf(err) == v1.CodeMalformed && !f.Header.NoReply() {
+			// Best effort: tell the peer why before closing.
+			_ = c.WriteMessage(f.Header.ID, v1.FlagReply|v1.FlagError, v1.Wire(err))
+		}
+		if errors.Is(err, net.ErrClosed) {
+			return false, true, nil
+		}
+		return false, true, fmt.Errorf("serve: %w", err)
+	}
+	req := st.req
+	*req = Request{Header: f.Header, FDs: f.FDs}
+	if st.pending != nil {
+		req.More = st.pending.Pending()
+	}
+	reply, fds, err := s.serveOne(st.ctx, req, f.Payload, st.greeted, st.dc)
+	fatal := !st.greeted && err != nil
+	if err == nil && req.Header.Type == v1.TypeHello {
+		st.greeted = true
+	}
+	if werr := s.answer(c, req, reply, fds, err); werr != nil {
+		return true, true, fmt.Errorf("serve: %w", werr)
+	}
+	if st.recycler != nil && s.Reuse != nil && s.Reuse(req.Header.Type) {
+		st.recycler.Recycle() // nothing keeps the frame now
+	}
+	if fatal {
+		return true, true, fmt.Errorf("serve: handshake: %w", err)
+	}
+	return true, false, nil
 }
 
 // serveOne admits, decodes and handles one request.

@@ -1,0 +1,124 @@
+package wire
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Hedged serving (Server.Hedge). On a virtual machine the hypervisor takes a
+// virtual CPU away now and then, for up to milliseconds, without the guest
+// knowing (measured on the lent H100 machines: every CPU, 0.04-1.5% of the
+// time). A request that arrives while the one goroutine watching its ring is
+// away waits for it to come back; natively the same program has no such
+// second thread on its path. Two watchers, on different CPUs, are both away
+// far less often.
+
+// hedgeable is a transport whose requests one goroutine can watch for while
+// another serves (HotConn).
+type hedgeable interface {
+	OnRings() bool
+	Watch(spin time.Duration, quit func() bool) bool
+	TryReadFrame() (Frame, bool, error)
+}
+
+// hedge is Serve's goroutine and one helper passing the serving state
+// between them: the goroutine holding turn serves, requests in order.
+type hedge struct {
+	st   *serving
+	hc   hedgeable
+	spin time.Duration
+	turn sync.Mutex    // held by the goroutine serving
+	wake chan struct{} // the parked helper watches again
+	quit chan struct{}
+	done atomic.Bool // the connection ended (err), or Serve is returning
+	err  error       // written before done is set, read after
+	wg   sync.WaitGroup
+}
+
+func startHedge(st *serving, hc hedgeable, spin time.Duration) *hedge {
+	h := &hedge{st: st, hc: hc, spin: spin, wake: make(chan struct{}, 1), quit: make(chan struct{})}
+	h.wg.Add(1)
+	go h.help()
+	return h
+}
+
+func (h *hedge) ended() bool { return h.done.Load() }
+
+// serveTurn is one turn of Serve's goroutine: it watches, and serves what
+// came if the helper has not; after spin with nothing, it waits for the next
+// request in the transport's own way (polling, then sleeping) holding the
+// turn, while the helper parks until that request is served.
+func (h *hedge) serveTurn() (done bool, err error) {
+	if f := hedgeWatchHook.Load(); f != nil {
+		(*f)(true)
+	}
+	if h.hc.Watch(h.spin, h.ended) {
+		h.turn.Lock()
+		h.drain()
+		h.turn.Unlock()
+	} else {
+		h.turn.Lock()
+		if !h.done.Load() {
+			h.serve(nil)
+		}
+		h.turn.Unlock()
+		select {
+		case h.wake <- struct{}{}:
+		default:
+		}
+	}
+	if h.done.Load() {
+		return true, h.err
+	}
+	return false, nil
+}
+
+// help is the helper goroutine.
+func (h *hedge) help() {
+	defer h.wg.Done()
+	for !h.done.Load() {
+		if f := hedgeWatchHook.Load(); f != nil {
+			(*f)(false)
+		}
+		if h.hc.Watch(h.spin, h.ended) {
+			h.turn.Lock()
+			h.drain()
+			h.turn.Unlock()
+			continue
+		}
+		select {
+		case <-h.wake:
+		case <-h.quit:
+			return
+		}
+	}
+}
+
+// drain serves the requests that are there, without waiting for more.
+func (h *hedge) drain() {
+	for !h.done.Load() && h.serve(h.hc) {
+	}
+}
+
+// serve serves one request (waiting for it unless try is set) and reports
+// whether it did and the connection goes on.
+func (h *hedge) serve(try hedgeable) bool {
+	ok, done, err := h.st.step(try)
+	if done {
+		h.err = err
+		h.done.Store(true)
+	}
+	return ok && !done
+}
+
+// stop ends the helper and waits for it.
+func (h *hedge) stop() {
+	h.done.Store(true)
+	close(h.quit)
+	h.wg.Wait()
+}
+
+// hedgeWatchHook, set by tests, runs before each watch (primary: Serve's
+// goroutine).
+var hedgeWatchHook atomic.Pointer[func(primary bool)]
