@@ -369,19 +369,35 @@ func (c *Consumer) Pending() bool {
 }
 
 // Watch polls, without reading, until a read would not wait (a message or
-// part of one is published and unread, or the end is shut down or closed),
-// and reports true; false once spin has passed or quit reports true. Unlike
-// the reads, it may run on any goroutine while another reads: a reader that
-// the system does not run for a while (a virtual CPU taken away by the
-// hypervisor) can then be stood in for. It polls as a waiting reader does,
-// giving up the CPU now and then to any thread waiting for it.
-func (c *Consumer) Watch(spin time.Duration, quit func() bool) bool {
+// part of one is published and unread, or the end is shut down or closed)
+// and has not for stale (0: at once), and reports true; false once spin has
+// passed or quit reports true. Unlike the reads, it may run on any goroutine
+// while another reads: a reader that the system does not run for a while (a
+// virtual CPU taken away by the hypervisor) can then be stood in for, by a
+// watcher that waits for stale first so as not to race a reader that is
+// there. It polls as a waiting reader does, giving up the CPU now and then
+// to any thread waiting for it.
+func (c *Consumer) Watch(spin, stale time.Duration, quit func() bool) bool {
 	c.ops.RLock()
 	defer c.ops.RUnlock()
 	start := time.Now()
+	var since time.Time // when the unread data at tail was first seen
+	var tail uint64
 	for i := 1; ; i++ {
-		if c.closed.Load() || c.shut.Load() != nil || c.v.head.Load() != c.v.tail.Load() {
+		if c.closed.Load() || c.shut.Load() != nil {
 			return true
+		}
+		if t := c.v.tail.Load(); c.v.head.Load() != t {
+			if stale <= 0 {
+				return true
+			}
+			if since.IsZero() || t != tail {
+				since, tail = time.Now(), t
+			} else if time.Since(since) >= stale {
+				return true
+			}
+		} else {
+			since = time.Time{}
 		}
 		if i&63 == 0 {
 			if quit() || time.Since(start) >= spin {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -336,5 +337,55 @@ func TestPending(t *testing.T) {
 	c.Close()
 	if c.Pending() {
 		t.Error("a closed end reports something pending")
+	}
+}
+
+// TestWatch: Watch reports unread data (at once, or once it has waited
+// stale unread), not an empty ring (false once spin passes or quit says so),
+// and the end of the ring; it may run beside a reader.
+func TestWatch(t *testing.T) {
+	p, c := pair(t, MinSize, Options{})
+	never := func() bool { return false }
+	if c.Watch(time.Millisecond, 0, never) {
+		t.Error("Watch on an empty ring reported data")
+	}
+	if c.Watch(time.Hour, 0, func() bool { return true }) {
+		t.Error("Watch on an empty ring reported data when told to quit")
+	}
+	if err := p.Write(message(3, MinSize)); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Watch(time.Millisecond, 0, never) {
+		t.Error("Watch missed an unread message")
+	}
+	const stale = 3 * time.Millisecond
+	start := time.Now()
+	if !c.Watch(time.Hour, stale, never) {
+		t.Error("Watch missed a message unread for long")
+	}
+	if waited := time.Since(start); waited < stale {
+		t.Errorf("Watch reported a message unread for %v, want at least %v", waited, stale)
+	}
+	// A watcher beside a reader that keeps up sees nothing wait an hour.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if c.Watch(50*time.Millisecond, time.Hour, never) {
+			t.Error("Watch reported a message waiting an hour")
+		}
+	}()
+	for i := range 200 {
+		if _, err := c.Read(nil); err != nil {
+			t.Fatal(err)
+		}
+		if i < 199 {
+			p.Write([]byte("8 bytes."))
+		}
+	}
+	wg.Wait()
+	c.Close()
+	if !c.Watch(time.Hour, time.Hour, never) {
+		t.Error("Watch on a closed ring did not report it")
 	}
 }

@@ -209,14 +209,15 @@ func (h *HotConn) TryReadFrame() (f Frame, ok bool, err error) {
 }
 
 // Watch waits, without reading, for up to spin (or until quit reports true)
-// for a request on the submission ring, or its end, and reports whether one
-// came; false at once when the connection is not on rings. Any goroutine may
-// watch while another serves (Server.Hedge).
-func (h *HotConn) Watch(spin time.Duration, quit func() bool) bool {
+// for a request on the submission ring, or its end, that has waited unread
+// for stale (0: none), and reports whether one did; false at once when the
+// connection is not on rings. Any goroutine may watch while another serves
+// (Server.Hedge).
+func (h *HotConn) Watch(spin, stale time.Duration, quit func() bool) bool {
 	if h.state.Load() != hotRings {
 		return false
 	}
-	return h.sq.Watch(spin, quit)
+	return h.sq.Watch(spin, stale, quit)
 }
 
 // Recycle says that nothing refers to the frame ReadFrame returned last any

@@ -52,14 +52,15 @@ type Server struct {
 	Reuse func(v1.Type) bool
 	// Hedge, if set, is asked once the connection has moved onto
 	// shared-memory rings (HotConn): a positive duration d starts a second
-	// goroutine that watches the submission ring beside Serve's own, and
-	// whichever of the two sees a request first serves it (one at a time, in
-	// order: they pass the serving state between them). Each watches for d
-	// after the latest request before it parks. On a virtual machine whose
-	// CPUs the hypervisor takes away now and then (for up to milliseconds,
-	// unseen by the guest), a request then waits only if both are away. It
-	// costs a second polling CPU while requests keep coming; for
-	// latency-critical sessions.
+	// goroutine that watches the submission ring beside Serve's own and
+	// serves a request that has waited unread for a few µs while Serve's
+	// goroutine was neither reading nor serving (one at a time, in order:
+	// they pass the serving state between them). It watches for d after the
+	// latest request before it parks. On a virtual machine whose CPUs the
+	// hypervisor takes away now and then (for up to milliseconds, unseen by
+	// the guest), a request then waits long only if both are away. It costs
+	// a second polling CPU while requests keep coming; for latency-critical
+	// sessions.
 	Hedge func() time.Duration
 }
 
