@@ -37,6 +37,11 @@ var ErrDeviceLostExit = v1.Errorf(v1.CodeDeviceLost, "device context lost; the d
 // (sched.Options.NoExpress): for measuring what it gives a service.
 const NoExpressEnv = "GPUOS_SCHED_EXPRESS"
 
+// SpinWaitEnv, set to "spin", makes the scheduler's completion waiters poll
+// (sched.Options.SpinWait) instead of sleeping until the device interrupts:
+// for measuring what sleeping gives.
+const SpinWaitEnv = "GPUOS_SCHED_WAIT"
+
 // SliceEnv sets the scheduler's slice length (sched.Options.SliceTarget): a
 // duration ("100us"), or "off" for no slicing. For measuring what slicing
 // costs and buys; unset, the scheduler's default.
@@ -114,7 +119,8 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	d, err := New(Options{Backend: choice.Backend, Ordinal: *device, Audit: al, Limits: lim,
 		DeviceMemoryLimit: *devMem, Log: log, SwapLimit: *swap, SwapReserve: *swapReserve, MinResidency: *minRes, ReserveSMs: *reserveSMs,
-		Sched: sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0", SliceTarget: slice}})
+		Sched: sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0", SliceTarget: slice,
+			SpinWait: os.Getenv(SpinWaitEnv) == "spin"}})
 	if err != nil {
 		return err
 	}

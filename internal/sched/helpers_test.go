@@ -176,10 +176,14 @@ func tctx(t testing.TB) context.Context {
 type fakeDevice struct {
 	backend.Device // nil: only NewEvent is used
 	events         atomic.Int64
+	blocking       atomic.Int64 // events made with EventBlockingSync
 }
 
-func (d *fakeDevice) NewEvent(backend.EventFlags) (backend.Event, error) {
+func (d *fakeDevice) NewEvent(flags backend.EventFlags) (backend.Event, error) {
 	d.events.Add(1)
+	if flags&backend.EventBlockingSync != 0 {
+		d.blocking.Add(1)
+	}
 	return &fakeEvent{}, nil
 }
 

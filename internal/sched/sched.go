@@ -90,6 +90,15 @@ type Options struct {
 	// command then waits for the dispatch token like any other. For
 	// measuring what the lane gives.
 	NoExpress bool
+	// SpinWait makes the completion waiters spin in the backend for their
+	// events (the context's scheduling mode, on CUDA a polling thread per
+	// stream with work in flight) rather than sleep until the device
+	// interrupts (CUDA's blocking-sync events, the default). Their waits
+	// are for accounting and for issuing more: off the path of a client's
+	// synchronizing call, which waits on its own goroutine; and a spinning
+	// waiter is one more virtual CPU the hypervisor must find time for
+	// (bench/RESULTS.md, run 33).
+	SpinWait bool
 	// OnEject, if set, is told (on its own goroutine) when a policy is
 	// replaced for misbehaving.
 	OnEject func(policy string, err error)

@@ -106,10 +106,14 @@ func (s *Scheduler) putEvent(ev backend.Event, timed bool) {
 }
 
 func (s *Scheduler) newEvent(timed bool) (backend.Event, error) {
-	if timed {
-		return s.dev.NewEvent(0)
+	var flags backend.EventFlags
+	if !timed {
+		flags |= backend.EventDisableTiming
 	}
-	return s.dev.NewEvent(backend.EventDisableTiming)
+	if !s.opts.SpinWait {
+		flags |= backend.EventBlockingSync
+	}
+	return s.dev.NewEvent(flags)
 }
 
 // waiter completes one stream's points in order, on its own goroutine: a

@@ -1,6 +1,7 @@
 package sched_test
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -106,5 +107,35 @@ func TestSyncedIsStamped(t *testing.T) {
 	}
 	if c.Synced.IsZero() || c.Synced.Before(released) || doneAt.Before(c.Synced) {
 		t.Errorf("released %v, synced %v, done %v: want released <= synced <= done", released, c.Synced, doneAt)
+	}
+}
+
+// TestWaitersSleep: the events the completion waiters wait for are
+// blocking-sync ones (the waiter sleeps until the device interrupts), unless
+// Options.SpinWait asks for polling ones.
+func TestWaitersSleep(t *testing.T) {
+	for _, spin := range []bool{false, true} {
+		t.Run(fmt.Sprintf("SpinWait=%v", spin), func(t *testing.T) {
+			dev := &fakeDevice{}
+			s := newSched(t, sched.Options{Device: dev, SpinWait: spin})
+			q := newQueue(t, s, sched.QueueParams{Tenant: "t", Session: 1, Depth: 4})
+			st := newFakeStream(true)
+			ctx := tctx(t)
+			for range 3 {
+				if err := q.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: st, Issue: st.op, Flags: sched.Sync}); err != nil {
+					t.Fatal(err)
+				}
+				if err := q.Wait(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			made, blocking := dev.events.Load(), dev.blocking.Load()
+			if made == 0 {
+				t.Fatal("no events made")
+			}
+			if want := map[bool]int64{false: made, true: 0}[spin]; blocking != want {
+				t.Errorf("%d of %d events blocking-sync, want %d", blocking, made, want)
+			}
+		})
 	}
 }
