@@ -46,9 +46,9 @@
 // high-class session's stalls leave a flight recording of the Go execution
 // trace; $GPUOS_SCHED_EXPRESS=0 turns the scheduler's express lane off
 // (sched.Options.NoExpress); $GPUOS_SCHED_SLICE sets the slice length
-// (sched.Options.SliceTarget: a duration, or off); $GPUOS_SCHED_WAIT=spin
-// makes its completion waiters poll (sched.Options.SpinWait);
-// $GPUOS_HEDGE=0 turns hedged serving of high-class sessions off;
+// (sched.Options.SliceTarget: a duration, or off); $GPUOS_SCHED_WAIT=block
+// makes its completion waiters sleep (sched.Options.BlockingWait);
+// $GPUOS_HEDGE=1 turns on hedged serving of high-class sessions;
 // $GPUOS_HIGH_NICE serves each high-class session on a thread of that nice
 // value. The cuda backend reads $GPUOS_CUDA_SCHED (how
 // the driver's synchronizing calls wait) and $GPUOS_CUDA_SLOW_LOG (driver

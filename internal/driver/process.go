@@ -37,10 +37,10 @@ var ErrDeviceLostExit = v1.Errorf(v1.CodeDeviceLost, "device context lost; the d
 // (sched.Options.NoExpress): for measuring what it gives a service.
 const NoExpressEnv = "GPUOS_SCHED_EXPRESS"
 
-// SpinWaitEnv, set to "spin", makes the scheduler's completion waiters poll
-// (sched.Options.SpinWait) instead of sleeping until the device interrupts:
-// for measuring what sleeping gives.
-const SpinWaitEnv = "GPUOS_SCHED_WAIT"
+// BlockingWaitEnv, set to "block", makes the scheduler's completion waiters
+// sleep until the device interrupts (sched.Options.BlockingWait): for
+// measuring what polling costs and gives.
+const BlockingWaitEnv = "GPUOS_SCHED_WAIT"
 
 // SliceEnv sets the scheduler's slice length (sched.Options.SliceTarget): a
 // duration ("100us"), or "off" for no slicing. For measuring what slicing
@@ -120,7 +120,7 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 	d, err := New(Options{Backend: choice.Backend, Ordinal: *device, Audit: al, Limits: lim,
 		DeviceMemoryLimit: *devMem, Log: log, SwapLimit: *swap, SwapReserve: *swapReserve, MinResidency: *minRes, ReserveSMs: *reserveSMs,
 		Sched: sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0", SliceTarget: slice,
-			SpinWait: os.Getenv(SpinWaitEnv) == "spin"}})
+			BlockingWait: os.Getenv(BlockingWaitEnv) == "block"}})
 	if err != nil {
 		return err
 	}

@@ -128,18 +128,20 @@ func (d *Driver) ringSpin(t *tenantState) time.Duration {
 	return 0
 }
 
-// NoHedgeEnv, set to "0", turns hedged serving off (hedge): for measuring
-// what it gives a service.
-const NoHedgeEnv = "GPUOS_HEDGE"
+// HedgeEnv, set to "1", turns on hedged serving (hedge).
+const HedgeEnv = "GPUOS_HEDGE"
 
 // hedge is how long a second goroutine watches a session's submission ring
-// beside the one serving it (wire.Server.Hedge; 0: none): a high-class
-// session whose rings poll gets one for as long as they poll. The lent GPU
-// machines are virtual; the hypervisor takes each CPU away now and then
-// for up to milliseconds (bench/RESULTS.md, run 31: 0.04-1.5% of the time),
-// and a request that arrives meanwhile waits unless another thread stands in.
+// beside the one serving it (wire.Server.Hedge; 0: none): with $GPUOS_HEDGE=1
+// a high-class session whose rings poll gets one for as long as they poll.
+// The lent GPU machines are virtual, and the hypervisor takes each CPU away
+// now and then for up to milliseconds (bench/RESULTS.md, run 31: 0.04-1.5%
+// of the time); a request that arrives meanwhile waits unless another
+// thread stands in. Measured on the H100 (runs 32-33) it neither helped nor
+// hurt the service's P99 clearly, and it costs a polling CPU: off by
+// default.
 func (d *Driver) hedge(t *tenantState) time.Duration {
-	if os.Getenv(NoHedgeEnv) == "0" {
+	if os.Getenv(HedgeEnv) != "1" {
 		return 0
 	}
 	return d.ringSpin(t)

@@ -79,10 +79,9 @@
 // unless flagged Small), one whose submitter waits, or any command of the
 // high class gets its own; small commands of one stream share one (every
 // TrackEvery, and at least every FlushDelay). One
-// goroutine per stream waits for its events in order and signals completion;
-// it sleeps until the device interrupts (blocking-sync events) unless
-// Options.SpinWait, so the daemon polls on no CPU for work nobody waits on
-// at once.
+// goroutine per stream waits for its events in order and signals completion
+// (polling, or with Options.BlockingWait sleeping until the device
+// interrupts).
 // Compute events are timed, and each turn group has its own accounting chain
 // (group 0 one for all its work): a point's charge is the GPU time from the
 // later of the latest end accounted in its chain and its own start event

@@ -90,15 +90,13 @@ type Options struct {
 	// command then waits for the dispatch token like any other. For
 	// measuring what the lane gives.
 	NoExpress bool
-	// SpinWait makes the completion waiters spin in the backend for their
-	// events (the context's scheduling mode, on CUDA a polling thread per
-	// stream with work in flight) rather than sleep until the device
-	// interrupts (CUDA's blocking-sync events, the default). Their waits
-	// are for accounting and for issuing more: off the path of a client's
-	// synchronizing call, which waits on its own goroutine; and a spinning
-	// waiter is one more virtual CPU the hypervisor must find time for
-	// (bench/RESULTS.md, run 33).
-	SpinWait bool
+	// BlockingWait makes the completion waiters sleep until the device
+	// interrupts (CUDA's blocking-sync events) rather than poll for their
+	// events in the backend (the context's scheduling mode: on CUDA, a
+	// polling thread per stream with work in flight). It saves the daemon
+	// about half a CPU under load, but cost a service 25-40 µs at P99 on
+	// the H100 (bench/RESULTS.md, run 33), so it is off by default.
+	BlockingWait bool
 	// OnEject, if set, is told (on its own goroutine) when a policy is
 	// replaced for misbehaving.
 	OnEject func(policy string, err error)

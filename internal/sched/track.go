@@ -110,7 +110,7 @@ func (s *Scheduler) newEvent(timed bool) (backend.Event, error) {
 	if !timed {
 		flags |= backend.EventDisableTiming
 	}
-	if !s.opts.SpinWait {
+	if s.opts.BlockingWait {
 		flags |= backend.EventBlockingSync
 	}
 	return s.dev.NewEvent(flags)

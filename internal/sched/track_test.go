@@ -110,14 +110,14 @@ func TestSyncedIsStamped(t *testing.T) {
 	}
 }
 
-// TestWaitersSleep: the events the completion waiters wait for are
-// blocking-sync ones (the waiter sleeps until the device interrupts), unless
-// Options.SpinWait asks for polling ones.
-func TestWaitersSleep(t *testing.T) {
-	for _, spin := range []bool{false, true} {
-		t.Run(fmt.Sprintf("SpinWait=%v", spin), func(t *testing.T) {
+// TestWaiterEvents: the events the completion waiters wait for are polled
+// ones, or with Options.BlockingWait blocking-sync ones (the waiter sleeps
+// until the device interrupts).
+func TestWaiterEvents(t *testing.T) {
+	for _, blocking := range []bool{false, true} {
+		t.Run(fmt.Sprintf("BlockingWait=%v", blocking), func(t *testing.T) {
 			dev := &fakeDevice{}
-			s := newSched(t, sched.Options{Device: dev, SpinWait: spin})
+			s := newSched(t, sched.Options{Device: dev, BlockingWait: blocking})
 			q := newQueue(t, s, sched.QueueParams{Tenant: "t", Session: 1, Depth: 4})
 			st := newFakeStream(true)
 			ctx := tctx(t)
@@ -129,12 +129,12 @@ func TestWaitersSleep(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			made, blocking := dev.events.Load(), dev.blocking.Load()
+			made, sleeping := dev.events.Load(), dev.blocking.Load()
 			if made == 0 {
 				t.Fatal("no events made")
 			}
-			if want := map[bool]int64{false: made, true: 0}[spin]; blocking != want {
-				t.Errorf("%d of %d events blocking-sync, want %d", blocking, made, want)
+			if want := map[bool]int64{false: 0, true: made}[blocking]; sleeping != want {
+				t.Errorf("%d of %d events blocking-sync, want %d", sleeping, made, want)
 			}
 		})
 	}
