@@ -86,12 +86,10 @@ type stagingArea struct {
 func (s *Session) handleHot(ctx context.Context, req *wire.Request) (v1.Message, []int, error) {
 	// In a burst of asynchronous requests (more wait on the ring behind this
 	// one), submissions leave the issuing to the scheduler's dispatcher, so
-	// that it runs beside this goroutine; not a latency-critical session's
-	// (s.inline): a launch and the synchronize right behind it would then
-	// wait for the dispatcher's thread to wake, one more thread on the
-	// request's path. Any other request first issues what the burst left
-	// queued: a reply, or a wait, never waits on a dispatcher still asleep.
-	s.batch = batching(req, s.inline)
+	// that it runs beside this goroutine. Any other request first issues
+	// what the burst left queued: a reply, or a wait, never waits on a
+	// dispatcher still asleep.
+	s.batch = req.More && req.Header.NoReply()
 	if !s.batch {
 		s.queue.Flush()
 	}
@@ -133,11 +131,6 @@ func (s *Session) handleHot(ctx context.Context, req *wire.Request) (v1.Message,
 	return reply, fds, err
 }
 
-// batching reports whether req's submissions are left to the dispatcher.
-func batching(req *wire.Request, inline bool) bool {
-	return req.More && req.Header.NoReply() && !inline
-}
-
 // pow2Clamp rounds n up to a power of two in [lo, hi]; 0 takes def.
 func pow2Clamp(n, def, lo, hi uint64) int {
 	if n == 0 {
@@ -166,7 +159,6 @@ func (s *Session) openRing(m *v1.OpenRing) (v1.Message, []int, error) {
 		shm.Close()
 		return nil, nil, fmt.Errorf("open rings: %w", err)
 	}
-	s.inline = spin > 0
 	return &v1.RingOpened{SubmitBytes: uint32(sq), CompleteBytes: uint32(cq), SpinNs: uint64(max(spin, 0))}, []int{shm.TakeFD()}, nil
 }
 

@@ -395,25 +395,3 @@ func TestNoteIssue(t *testing.T) {
 		t.Fatalf("after a 12 µs launch %d ns, want 5000 (an eighth of the way)", have)
 	}
 }
-
-// TestBatching: an asynchronous request with more behind it on the rings is
-// left to the dispatcher (Batched), unless the session's submissions are
-// issued inline (a latency-critical session's polling rings).
-func TestBatching(t *testing.T) {
-	for _, tt := range []struct {
-		more, noReply, inline, want bool
-	}{
-		{true, true, false, true},
-		{true, true, true, false},
-		{false, true, false, false},
-		{true, false, false, false},
-	} {
-		req := &wire.Request{More: tt.more}
-		if tt.noReply {
-			req.Header.Flags |= v1.FlagNoReply
-		}
-		if have := batching(req, tt.inline); have != tt.want {
-			t.Errorf("More %v, NoReply %v, inline %v: batching %v, want %v", tt.more, tt.noReply, tt.inline, have, tt.want)
-		}
-	}
-}

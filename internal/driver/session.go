@@ -57,7 +57,6 @@ type Session struct {
 
 	// Owned by the serving goroutine (handlers run on it one at a time).
 	batch       bool             // the request is part of a burst: submit Batched
-	inline      bool             // never Batched: the session's rings poll (openRing)
 	joinable    *launchCmd       // the last command submitted, if launches may still join it
 	joinBlocks  uint64           // the largest grid (in blocks) of a launch that may join others
 	joinFixed   int              // launches a command may carry, if fixed ($GPUOS_LAUNCH_JOIN); 0: joinLimit decides
