@@ -42,6 +42,11 @@ const NoExpressEnv = "GPUOS_SCHED_EXPRESS"
 // measuring what polling costs and gives.
 const BlockingWaitEnv = "GPUOS_SCHED_WAIT"
 
+// LowClassPollEnv, set to a duration, makes the completion waiters of the
+// classes below high query their events that often instead of waiting in
+// the backend (sched.Options.LowClassPoll): for measuring.
+const LowClassPollEnv = "GPUOS_SCHED_LOWPOLL"
+
 // SliceEnv sets the scheduler's slice length (sched.Options.SliceTarget): a
 // duration ("100us"), or "off" for no slicing. For measuring what slicing
 // costs and buys; unset, the scheduler's default.
@@ -117,10 +122,16 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var lowPoll time.Duration
+	if v := os.Getenv(LowClassPollEnv); v != "" {
+		if lowPoll, err = time.ParseDuration(v); err != nil || lowPoll <= 0 {
+			return fmt.Errorf("%s=%q: want a positive duration", LowClassPollEnv, v)
+		}
+	}
 	d, err := New(Options{Backend: choice.Backend, Ordinal: *device, Audit: al, Limits: lim,
 		DeviceMemoryLimit: *devMem, Log: log, SwapLimit: *swap, SwapReserve: *swapReserve, MinResidency: *minRes, ReserveSMs: *reserveSMs,
 		Sched: sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0", SliceTarget: slice,
-			BlockingWait: os.Getenv(BlockingWaitEnv) == "block"}})
+			BlockingWait: os.Getenv(BlockingWaitEnv) == "block", LowClassPoll: lowPoll}})
 	if err != nil {
 		return err
 	}

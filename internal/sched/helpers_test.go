@@ -177,6 +177,7 @@ type fakeDevice struct {
 	backend.Device // nil: only NewEvent is used
 	events         atomic.Int64
 	blocking       atomic.Int64 // events made with EventBlockingSync
+	syncs, queries atomic.Int64 // Synchronize and Query calls on its events
 }
 
 func (d *fakeDevice) NewEvent(flags backend.EventFlags) (backend.Event, error) {
@@ -184,7 +185,7 @@ func (d *fakeDevice) NewEvent(flags backend.EventFlags) (backend.Event, error) {
 	if flags&backend.EventBlockingSync != 0 {
 		d.blocking.Add(1)
 	}
-	return &fakeEvent{}, nil
+	return &fakeEvent{dev: d}, nil
 }
 
 // fakeStream counts the operations enqueued on it; they complete in order
@@ -274,9 +275,10 @@ func (f *fakeStream) Record(e backend.Event) error {
 }
 
 type fakeEvent struct {
-	mu sync.Mutex
-	st *fakeStream
-	at int
+	mu  sync.Mutex
+	st  *fakeStream
+	at  int
+	dev *fakeDevice // counts calls, if set
 }
 
 func (e *fakeEvent) wait() {
@@ -294,6 +296,9 @@ func (e *fakeEvent) wait() {
 }
 
 func (e *fakeEvent) Query() (bool, error) {
+	if e.dev != nil {
+		e.dev.queries.Add(1)
+	}
 	e.mu.Lock()
 	st, at := e.st, e.at
 	e.mu.Unlock()
@@ -304,7 +309,13 @@ func (e *fakeEvent) Query() (bool, error) {
 	defer st.mu.Unlock()
 	return st.done >= at, nil
 }
-func (e *fakeEvent) Synchronize() error { e.wait(); return nil }
+func (e *fakeEvent) Synchronize() error {
+	if e.dev != nil {
+		e.dev.syncs.Add(1)
+	}
+	e.wait()
+	return nil
+}
 func (e *fakeEvent) Elapsed(backend.Event) (time.Duration, error) {
 	return 0, errors.ErrUnsupported
 }

@@ -97,6 +97,12 @@ type Options struct {
 	// about half a CPU under load, but cost a service 25-40 µs at P99 on
 	// the H100 (bench/RESULTS.md, run 33), so it is off by default.
 	BlockingWait bool
+	// LowClassPoll, if positive, makes the completion waiters of the
+	// classes below high ask the backend whether their event completed
+	// every LowClassPoll (sleeping between) instead of waiting in it (on
+	// CUDA, polling inside the driver without pause), so that only the
+	// high class's waits poll without pause. For measuring.
+	LowClassPoll time.Duration
 	// OnEject, if set, is told (on its own goroutine) when a policy is
 	// replaced for misbehaving.
 	OnEject func(policy string, err error)

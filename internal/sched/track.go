@@ -163,8 +163,14 @@ func (s *Scheduler) wait(w *waiter) {
 			w.pts, w.head = w.pts[:0], 0
 		}
 		end := p.end
+		poll := s.opts.LowClassPoll > 0 && p.t.class() < ClassHigh
 		s.mu.Unlock()
-		err := end.Synchronize()
+		var err error
+		if poll {
+			err = pollEvent(end, s.opts.LowClassPoll)
+		} else {
+			err = end.Synchronize()
+		}
 		synced := time.Now()
 		s.mu.Lock()
 		p.synced = synced
@@ -191,6 +197,17 @@ func (s *Scheduler) wait(w *waiter) {
 		}
 	}
 	s.mu.Unlock()
+}
+
+// pollEvent waits for ev by querying it every period.
+func pollEvent(ev backend.Event, period time.Duration) error {
+	for {
+		done, err := ev.Query()
+		if err != nil || done {
+			return err
+		}
+		time.Sleep(period)
+	}
 }
 
 // completeAndReport completes a point whose event could not be recorded and

@@ -139,3 +139,38 @@ func TestWaiterEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestLowClassPoll: with Options.LowClassPoll the waiters of the classes
+// below high query their events (sleeping between), and the high class's
+// still wait in the backend.
+func TestLowClassPoll(t *testing.T) {
+	for _, tt := range []struct {
+		class       sched.Class
+		wantQueries bool
+	}{{sched.ClassLow, true}, {sched.ClassNormal, true}, {sched.ClassHigh, false}} {
+		t.Run(fmt.Sprint(tt.class), func(t *testing.T) {
+			dev := &fakeDevice{}
+			s := newSched(t, sched.Options{Device: dev, LowClassPoll: 50 * time.Microsecond})
+			if err := s.SetShare("t", sched.Share{Compute: 1, Copy: 1, Class: tt.class, ClassSet: true}); err != nil {
+				t.Fatal(err)
+			}
+			q := newQueue(t, s, sched.QueueParams{Tenant: "t", Session: 1, Depth: 4})
+			st := newFakeStream(false)
+			ctx := tctx(t)
+			for range 3 {
+				if err := q.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: st, Issue: st.op, Flags: sched.Sync}); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Millisecond) // the waiter is waiting
+				st.release(-1)
+				if err := q.Wait(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			syncs, queries := dev.syncs.Load(), dev.queries.Load()
+			if tt.wantQueries && (queries == 0 || syncs != 0) || !tt.wantQueries && (queries != 0 || syncs == 0) {
+				t.Errorf("%d Synchronize, %d Query calls; want the waiter to query: %v", syncs, queries, tt.wantQueries)
+			}
+		})
+	}
+}
