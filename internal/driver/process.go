@@ -42,9 +42,9 @@ const NoExpressEnv = "GPUOS_SCHED_EXPRESS"
 // measuring what polling costs and gives.
 const BlockingWaitEnv = "GPUOS_SCHED_WAIT"
 
-// LowClassPollEnv, set to a duration, makes the completion waiters of the
-// classes below high query their events that often instead of waiting in
-// the backend (sched.Options.LowClassPoll): for measuring.
+// LowClassPollEnv sets how often the completion waiters of the classes below
+// high query their events (sched.Options.LowClassPoll): a duration, or off
+// (they wait in the backend). For measuring; unset, the scheduler's default.
 const LowClassPollEnv = "GPUOS_SCHED_LOWPOLL"
 
 // SliceEnv sets the scheduler's slice length (sched.Options.SliceTarget): a
@@ -53,8 +53,12 @@ const LowClassPollEnv = "GPUOS_SCHED_LOWPOLL"
 const SliceEnv = "GPUOS_SCHED_SLICE"
 
 // sliceTarget reads SliceEnv.
-func sliceTarget() (time.Duration, error) {
-	switch v := os.Getenv(SliceEnv); v {
+func sliceTarget() (time.Duration, error) { return durationOrOff(SliceEnv) }
+
+// durationOrOff reads an environment variable holding a positive duration,
+// or "off" (-1); unset is 0 (the default).
+func durationOrOff(name string) (time.Duration, error) {
+	switch v := os.Getenv(name); v {
 	case "":
 		return 0, nil
 	case "off":
@@ -62,7 +66,7 @@ func sliceTarget() (time.Duration, error) {
 	default:
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			return 0, fmt.Errorf("%s=%q: want a positive duration or off", SliceEnv, v)
+			return 0, fmt.Errorf("%s=%q: want a positive duration or off", name, v)
 		}
 		return d, nil
 	}
@@ -122,11 +126,9 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var lowPoll time.Duration
-	if v := os.Getenv(LowClassPollEnv); v != "" {
-		if lowPoll, err = time.ParseDuration(v); err != nil || lowPoll <= 0 {
-			return fmt.Errorf("%s=%q: want a positive duration", LowClassPollEnv, v)
-		}
+	lowPoll, err := durationOrOff(LowClassPollEnv)
+	if err != nil {
+		return err
 	}
 	d, err := New(Options{Backend: choice.Backend, Ordinal: *device, Audit: al, Limits: lim,
 		DeviceMemoryLimit: *devMem, Log: log, SwapLimit: *swap, SwapReserve: *swapReserve, MinResidency: *minRes, ReserveSMs: *reserveSMs,

@@ -18,6 +18,7 @@ const (
 	DefaultLookahead      = 2 * time.Millisecond
 	DefaultCopyLookahead  = 16 << 20
 	DefaultSliceTarget    = 100 * time.Microsecond
+	DefaultLowClassPoll   = 20 * time.Microsecond
 	DefaultReserve        = 1.0 / 32
 	DefaultHookDeadline   = 20 * time.Millisecond
 	DefaultStallTimeout   = 2 * time.Second
@@ -97,11 +98,13 @@ type Options struct {
 	// about half a CPU under load, but cost a service 25-40 µs at P99 on
 	// the H100 (bench/RESULTS.md, run 33), so it is off by default.
 	BlockingWait bool
-	// LowClassPoll, if positive, makes the completion waiters of the
-	// classes below high ask the backend whether their event completed
-	// every LowClassPoll (sleeping between) instead of waiting in it (on
-	// CUDA, polling inside the driver without pause), so that only the
-	// high class's waits poll without pause. For measuring.
+	// LowClassPoll is how often the completion waiters of the classes below
+	// high ask the backend whether their event completed, sleeping between
+	// (default 20 µs; negative: they wait in the backend, which on CUDA
+	// polls inside the driver without pause, as the high class's do). Their
+	// kernels run for milliseconds; polling them without pause took the
+	// daemon a third more CPU under load and the service a few µs at
+	// P50-P99 (bench/RESULTS.md, run 37).
 	LowClassPoll time.Duration
 	// OnEject, if set, is told (on its own goroutine) when a policy is
 	// replaced for misbehaving.
@@ -128,6 +131,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SliceTarget == 0 {
 		o.SliceTarget = DefaultSliceTarget
+	}
+	if o.LowClassPoll == 0 {
+		o.LowClassPoll = DefaultLowClassPoll
 	}
 	if o.Reserve == 0 {
 		o.Reserve = DefaultReserve

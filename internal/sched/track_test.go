@@ -140,17 +140,18 @@ func TestWaiterEvents(t *testing.T) {
 	}
 }
 
-// TestLowClassPoll: with Options.LowClassPoll the waiters of the classes
-// below high query their events (sleeping between), and the high class's
-// still wait in the backend.
+// TestLowClassPoll: the waiters of the classes below high query their
+// events (sleeping Options.LowClassPoll between), and the high class's wait
+// in the backend; with LowClassPoll negative all wait in the backend.
 func TestLowClassPoll(t *testing.T) {
 	for _, tt := range []struct {
 		class       sched.Class
 		wantQueries bool
-	}{{sched.ClassLow, true}, {sched.ClassNormal, true}, {sched.ClassHigh, false}} {
-		t.Run(fmt.Sprint(tt.class), func(t *testing.T) {
+		poll        time.Duration
+	}{{sched.ClassLow, true, 0}, {sched.ClassNormal, true, 50 * time.Microsecond}, {sched.ClassHigh, false, 0}, {sched.ClassLow, false, -1}} {
+		t.Run(fmt.Sprintf("%v,poll=%v", tt.class, tt.poll), func(t *testing.T) {
 			dev := &fakeDevice{}
-			s := newSched(t, sched.Options{Device: dev, LowClassPoll: 50 * time.Microsecond})
+			s := newSched(t, sched.Options{Device: dev, LowClassPoll: tt.poll})
 			if err := s.SetShare("t", sched.Share{Compute: 1, Copy: 1, Class: tt.class, ClassSet: true}); err != nil {
 				t.Fatal(err)
 			}
