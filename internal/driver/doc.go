@@ -48,7 +48,7 @@
 // (sched.Options.NoExpress); $GPUOS_SCHED_SLICE sets the slice length
 // (sched.Options.SliceTarget: a duration, or off); $GPUOS_SCHED_WAIT=block
 // makes its completion waiters sleep (sched.Options.BlockingWait);
-// $GPUOS_SCHED_LOWPOLL how often those of the lower classes query (a
+// $GPUOS_SCHED_LOWPOLL how often those of the low class query (a
 // duration, or off: sched.Options.LowClassPoll);
 // $GPUOS_HEDGE=1 turns on hedged serving of high-class sessions;
 // $GPUOS_HIGH_NICE serves each high-class session on a thread of that nice

@@ -42,8 +42,8 @@ const NoExpressEnv = "GPUOS_SCHED_EXPRESS"
 // measuring what polling costs and gives.
 const BlockingWaitEnv = "GPUOS_SCHED_WAIT"
 
-// LowClassPollEnv sets how often the completion waiters of the classes below
-// high query their events (sched.Options.LowClassPoll): a duration, or off
+// LowClassPollEnv sets how often the completion waiters of the low class
+// query their events (sched.Options.LowClassPoll): a duration, or off
 // (they wait in the backend). For measuring; unset, the scheduler's default.
 const LowClassPollEnv = "GPUOS_SCHED_LOWPOLL"
 

@@ -98,13 +98,15 @@ type Options struct {
 	// about half a CPU under load, but cost a service 25-40 µs at P99 on
 	// the H100 (bench/RESULTS.md, run 33), so it is off by default.
 	BlockingWait bool
-	// LowClassPoll is how often the completion waiters of the classes below
-	// high ask the backend whether their event completed, sleeping between
-	// (default 20 µs; negative: they wait in the backend, which on CUDA
-	// polls inside the driver without pause, as the high class's do). Their
-	// kernels run for milliseconds; polling them without pause took the
-	// daemon a third more CPU under load and the service a few µs at
-	// P50-P99 (bench/RESULTS.md, run 37).
+	// LowClassPoll is how often the completion waiters of the low
+	// (best-effort) class ask the backend whether their event completed,
+	// sleeping between (default 20 µs; negative: they wait in the backend,
+	// which on CUDA polls inside the driver without pause, as the other
+	// classes' do). Polling best-effort work without pause took the daemon
+	// a third more CPU under load and the service a few µs at P50-P99
+	// (bench/RESULTS.md, run 37); the normal class is left alone, since its
+	// tenants' turns wait for their completions (applied to it, the 1:3
+	// shares test's short-kernel tenant lost 1-1.5% of its share, run 38).
 	LowClassPoll time.Duration
 	// OnEject, if set, is told (on its own goroutine) when a policy is
 	// replaced for misbehaving.

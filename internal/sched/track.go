@@ -163,7 +163,7 @@ func (s *Scheduler) wait(w *waiter) {
 			w.pts, w.head = w.pts[:0], 0
 		}
 		end := p.end
-		poll := s.opts.LowClassPoll > 0 && p.t.class() < ClassHigh // the others' kernels are long
+		poll := s.opts.LowClassPoll > 0 && p.t.class() == ClassLow
 		s.mu.Unlock()
 		var err error
 		if poll {

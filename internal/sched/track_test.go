@@ -140,15 +140,15 @@ func TestWaiterEvents(t *testing.T) {
 	}
 }
 
-// TestLowClassPoll: the waiters of the classes below high query their
-// events (sleeping Options.LowClassPoll between), and the high class's wait
-// in the backend; with LowClassPoll negative all wait in the backend.
+// TestLowClassPoll: the waiters of the low class query their events
+// (sleeping Options.LowClassPoll between), and the other classes' wait in
+// the backend; with LowClassPoll negative all wait in the backend.
 func TestLowClassPoll(t *testing.T) {
 	for _, tt := range []struct {
 		class       sched.Class
 		wantQueries bool
 		poll        time.Duration
-	}{{sched.ClassLow, true, 0}, {sched.ClassNormal, true, 50 * time.Microsecond}, {sched.ClassHigh, false, 0}, {sched.ClassLow, false, -1}} {
+	}{{sched.ClassLow, true, 0}, {sched.ClassLow, true, 50 * time.Microsecond}, {sched.ClassNormal, false, 0}, {sched.ClassHigh, false, 0}, {sched.ClassLow, false, -1}} {
 		t.Run(fmt.Sprintf("%v,poll=%v", tt.class, tt.poll), func(t *testing.T) {
 			dev := &fakeDevice{}
 			s := newSched(t, sched.Options{Device: dev, LowClassPoll: tt.poll})
