@@ -345,37 +345,46 @@ func TestHotGarbageInRing(t *testing.T) {
 		{"frame length lies", v1.Header{Length: 100, Type: v1.TypeMemInfo, ID: 5}.Append(nil)},
 		{"frame claims descriptors", v1.Header{Type: v1.TypeMemInfo, Flags: v1.Flags(0).WithFDs(1), ID: 5}.Append(nil)},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cl, s := hotPair(t, 8<<10, 8<<10, true)
-			if err := cl.Call(tctx(t), &v1.MemInfo{}, nil); err != nil {
-				t.Fatal(err)
-			}
-			// Write into the submission ring as a hostile client would: a
-			// producer of our own on the server's mapping.
-			s.mu.Lock()
-			mem := s.shm.Bytes()[:ring.Bytes(8<<10)]
-			s.mu.Unlock()
-			if tc.msg == nil {
-				head := binary.LittleEndian.Uint64(mem[128:])
-				binary.LittleEndian.PutUint64(mem[ring.ControlBytes+int(head%(8<<10)):], 1<<31)
-				binary.LittleEndian.PutUint64(mem[128:], head+8)
-			} else {
-				p, err := ring.NewProducer(mem, 8<<10, 1<<20, ring.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				p.Write(tc.msg)
-			}
-			// No doorbell: a sleeping server re-checks within its sleep bound.
-			if err := <-s.servedErr; !errors.Is(err, v1.ErrMalformed) {
-				t.Fatalf("serve: %v, want Malformed", err)
-			}
-			// The server closed the session: the client finds out.
-			<-cl.Done()
-			if err := cl.Call(tctx(t), &v1.MemInfo{}, nil); !errors.Is(err, v1.ErrDeviceLost) {
-				t.Fatalf("call after the session ended: %v, want DeviceLost", err)
-			}
-		})
+		for _, hedge := range []time.Duration{0, 10 * time.Second} { // hedged: the helper may read it
+			t.Run(fmt.Sprintf("%s,hedge=%v", tc.name, hedge), func(t *testing.T) {
+				testGarbageInRing(t, tc.msg, hedge)
+			})
+		}
+	}
+}
+
+// testGarbageInRing writes msg (nil: a corrupt record) into a session's
+// submission ring, as a hostile client would, and checks that the session
+// ends Malformed and its client finds out; hedge as hotPairHedged.
+func testGarbageInRing(t *testing.T, msg []byte, hedge time.Duration) {
+	cl, s := hotPairHedged(t, 8<<10, 8<<10, true, hedge)
+	if err := cl.Call(tctx(t), &v1.MemInfo{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Write into the submission ring as a hostile client would: a
+	// producer of our own on the server's mapping.
+	s.mu.Lock()
+	mem := s.shm.Bytes()[:ring.Bytes(8<<10)]
+	s.mu.Unlock()
+	if msg == nil {
+		head := binary.LittleEndian.Uint64(mem[128:])
+		binary.LittleEndian.PutUint64(mem[ring.ControlBytes+int(head%(8<<10)):], 1<<31)
+		binary.LittleEndian.PutUint64(mem[128:], head+8)
+	} else {
+		p, err := ring.NewProducer(mem, 8<<10, 1<<20, ring.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Write(msg)
+	}
+	// No doorbell: a sleeping server re-checks within its sleep bound.
+	if err := <-s.servedErr; !errors.Is(err, v1.ErrMalformed) {
+		t.Fatalf("serve: %v, want Malformed", err)
+	}
+	// The server closed the session: the client finds out.
+	<-cl.Done()
+	if err := cl.Call(tctx(t), &v1.MemInfo{}, nil); !errors.Is(err, v1.ErrDeviceLost) {
+		t.Fatalf("call after the session ended: %v, want DeviceLost", err)
 	}
 }
 
