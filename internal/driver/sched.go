@@ -135,7 +135,7 @@ const HedgeEnv = "GPUOS_HEDGE"
 // beside the one serving it (wire.Server.Hedge; 0: none): with $GPUOS_HEDGE=1
 // a high-class session whose rings poll gets one for as long as they poll.
 // The lent GPU machines are virtual, and the hypervisor takes each CPU away
-// now and then for up to milliseconds (bench/RESULTS.md, run 31: 0.04-1.5%
+// now and then for up to milliseconds (bench/RESULTS.md, runs 31-39: 0.04-5%
 // of the time); a request that arrives meanwhile waits unless another
 // thread stands in. Measured on the H100 (runs 32-33) it neither helped nor
 // hurt the service's P99 clearly, and it costs a polling CPU: off by

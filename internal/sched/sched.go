@@ -415,7 +415,6 @@ func (s *Scheduler) Share(name string) (Share, bool) {
 	return t.share, true
 }
 
-// TenantClass returns a tenant's effective class (ClassNormal if unknown).
 // SetHighClassReserved tells the policies whether the high class has SMs of
 // its own: the other classes' streams run in a partition of the rest (the
 // driver's reserve_sms). A kernel of the high class then finds SMs free
@@ -426,6 +425,7 @@ func (s *Scheduler) SetHighClassReserved(on bool) { s.highReserved.Store(on) }
 // HighClassReserved reports what SetHighClassReserved last set.
 func (s *Scheduler) HighClassReserved() bool { return s.highReserved.Load() }
 
+// TenantClass returns a tenant's effective class (ClassNormal if unknown).
 func (s *Scheduler) TenantClass(name string) Class {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -8,7 +8,7 @@ import (
 
 // Hedged serving (Server.Hedge). On a virtual machine the hypervisor takes a
 // virtual CPU away now and then, for up to milliseconds, without the guest
-// knowing (measured on the lent H100 machines: every CPU, 0.04-1.5% of the
+// knowing (measured on the lent H100 machines: every CPU, 0.04-5% of the
 // time). A request that arrives while the one goroutine watching its ring is
 // away waits for it to come back; natively the same program has no such
 // second thread on its path. Two watchers, on different CPUs, are both away
