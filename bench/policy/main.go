@@ -292,6 +292,7 @@ func (e *staticEnv) HeadCost(uint32, uint32) int64  { return 1000 }
 func (e *staticEnv) HeadSeq(t, _ uint32) uint64     { return uint64(t) }
 func (e *staticEnv) EngineInFlight(uint32) int      { return 4 }
 func (e *staticEnv) SliceTarget() time.Duration     { return time.Millisecond }
+func (e *staticEnv) HighClassReserved() bool        { return false }
 
 func simScheduler(opts sched.Options) (*sched.Scheduler, backend.Device, error) {
 	dev, err := sim.New(sim.Options{Memory: 64 << 20}).Open(0)

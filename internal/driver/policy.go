@@ -521,6 +521,7 @@ func (e *tenantEnv) HeadCost(uint32, uint32) int64     { return 0 }
 func (e *tenantEnv) HeadSeq(uint32, uint32) uint64     { return 0 }
 func (e *tenantEnv) EngineInFlight(uint32) int         { return 0 }
 func (e *tenantEnv) SliceTarget() time.Duration        { return 0 }
+func (e *tenantEnv) HighClassReserved() bool           { return false }
 
 var (
 	_ policy.Env        = (*tenantEnv)(nil)

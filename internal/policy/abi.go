@@ -148,6 +148,7 @@ var hostFuncs = map[string]hostFunc{
 	"head_seq":            {[]api.ValueType{i32, i32}, []api.ValueType{i64}},
 	"engine_in_flight":    {[]api.ValueType{i32}, []api.ValueType{i32}},
 	"slice_target":        {nil, []api.ValueType{i64}},
+	"high_class_reserved": {nil, []api.ValueType{i32}},
 	"map_open":            {[]api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}},
 	"in_flight_cost":      {[]api.ValueType{i32, i32}, []api.ValueType{i64}},
 	"log":                 {[]api.ValueType{i32, i32}, nil},

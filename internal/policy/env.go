@@ -28,6 +28,7 @@ type Env interface {
 	HeadSeq(t, engine uint32) uint64
 	EngineInFlight(engine uint32) int
 	SliceTarget() time.Duration
+	HighClassReserved() bool
 }
 
 // validMapName reports whether a guest-chosen map name is acceptable: 1 to 64

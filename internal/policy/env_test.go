@@ -6,12 +6,13 @@ import (
 
 // fakeEnv is an Env with fixed tenants and in-memory maps.
 type fakeEnv struct {
-	names   []string
-	weights []int64
-	queued  []int
-	usage   []int64
-	now     time.Duration
-	classes []int
+	names    []string
+	weights  []int64
+	queued   []int
+	usage    []int64
+	now      time.Duration
+	classes  []int
+	reserved bool // HighClassReserved
 }
 
 func newFakeEnv(names ...string) *fakeEnv {
@@ -67,3 +68,4 @@ func (e *fakeEnv) InFlightCost(uint32, uint32) int64 { return 0 }
 func (e *fakeEnv) HeadSeq(uint32, uint32) uint64     { return 0 }
 func (e *fakeEnv) EngineInFlight(uint32) int         { return 0 }
 func (e *fakeEnv) SliceTarget() time.Duration        { return time.Millisecond }
+func (e *fakeEnv) HighClassReserved() bool           { return e.reserved }

@@ -77,3 +77,22 @@ func TestGrowIsStopped(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestHighClassReservedHost: a guest reads high_class_reserved, 1 while the
+// high class has SMs of its own and 0 otherwise (here dispatched as the
+// tenant id, so the host's answer comes back).
+func TestHighClassReservedHost(t *testing.T) {
+	m := policytest.Base(1)
+	m.Imports = []policytest.Import{{Module: ModuleName, Name: "high_class_reserved", Results: []byte{policytest.I32}}}
+	m.Funcs = append(m.Funcs, policytest.Dispatch(policytest.Code(policytest.Call(0), policytest.I64ExtendU)))
+	i := instance(t, compile(t, "reserved", m.Bytes(), patient))
+	for _, reserved := range []bool{false, true} {
+		env := newFakeEnv("a", "b")
+		env.reserved = reserved
+		got, err := i.OnDispatch(env, EngineCompute, []uint32{0, 1})
+		want := map[bool]uint32{false: 0, true: 1}[reserved]
+		if err != nil || got.Tenant != want {
+			t.Errorf("reserved %v: OnDispatch = %+v, %v; want tenant %d", reserved, got, err, want)
+		}
+	}
+}

@@ -440,6 +440,12 @@ func (i *Instance) instantiateHost(ctx context.Context) error {
 			stack[0] = uint64(i.env.SliceTarget())
 		}
 	})
+	host("high_class_reserved", func(_ context.Context, _ api.Module, stack []uint64) {
+		stack[0] = 0
+		if i.env != nil && i.env.HighClassReserved() {
+			stack[0] = 1
+		}
+	})
 	host("map_open", func(_ context.Context, mod api.Module, stack []uint64) {
 		stack[0] = uint64(uint32(i.openMap(mod, t(stack, 0), t(stack, 1), t(stack, 2), t(stack, 3))))
 	})

@@ -202,6 +202,7 @@ func (e *schedEnv) HeadCost(t, en uint32) int64     { return e.h.HeadCost(tid(t)
 func (e *schedEnv) HeadSeq(t, en uint32) uint64     { return e.h.HeadSeq(tid(t), eng(en)) }
 func (e *schedEnv) EngineInFlight(en uint32) int    { return e.h.EngineInFlight(eng(en)) }
 func (e *schedEnv) SliceTarget() time.Duration      { return e.h.SliceTarget() }
+func (e *schedEnv) HighClassReserved() bool         { return e.h.HighClassReserved() }
 
 var (
 	_ sched.Policy      = (*SchedPolicy)(nil)

@@ -290,6 +290,7 @@ func (e *replayEnv) EngineInFlight(en uint32) int {
 	return n
 }
 func (e *replayEnv) SliceTarget() time.Duration { return time.Millisecond }
+func (e *replayEnv) HighClassReserved() bool    { return false }
 
 func field[T any](e *replayEnv, t, en uint32, f func(*traceTenant) *[2]T) T {
 	var zero T

@@ -47,5 +47,6 @@ func (zeroHost) HeadCost(Tenant, Engine) int64     { return 0 }
 func (zeroHost) HeadSeq(Tenant, Engine) uint64     { return 0 }
 func (zeroHost) EngineInFlight(Engine) int         { return 0 }
 func (zeroHost) SliceTarget() time.Duration        { return 0 }
+func (zeroHost) HighClassReserved() bool           { return false }
 func (zeroHost) MapOpen(string, []int64) int32     { return 0 }
 func (zeroHost) Log(string)                        {}

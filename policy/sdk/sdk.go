@@ -521,6 +521,7 @@ type Host interface {
 	HeadSeq(t Tenant, e Engine) uint64
 	EngineInFlight(e Engine) int
 	SliceTarget() time.Duration
+	HighClassReserved() bool
 	// MapOpen registers vals as the storage of the named map and fills it
 	// with the map's values: a handle (>= 0), -1 (refused) or -n (vals
 	// must hold n values).
@@ -574,6 +575,11 @@ func EngineInFlight(e Engine) int { return host().EngineInFlight(e) }
 
 // SliceTarget is the scheduler's preferred slice length.
 func SliceTarget() time.Duration { return host().SliceTarget() }
+
+// HighClassReserved reports whether the high class has SMs no other class's
+// stream runs on (the daemon's reserve_sms): holding the other classes back
+// in slices then buys the high class nothing.
+func HighClassReserved() bool { return host().HighClassReserved() }
 
 // Log writes a line to the policy's log (kept by the host, bounded).
 func Log(msg string) { host().Log(msg) }

@@ -49,6 +49,9 @@ func hostEngineInFlight(e uint32) int32
 //go:wasmimport gpuos slice_target
 func hostSliceTarget() int64
 
+//go:wasmimport gpuos high_class_reserved
+func hostHighClassReserved() int32
+
 //go:wasmimport gpuos map_open
 func hostMapOpen(name string, vals *int64, n uint32) int32
 
@@ -88,6 +91,7 @@ func (wasmHost) HeadCost(t Tenant, e Engine) int64 { return hostHeadCost(uint32(
 func (wasmHost) HeadSeq(t Tenant, e Engine) uint64 { return uint64(hostHeadSeq(uint32(t), uint32(e))) }
 func (wasmHost) EngineInFlight(e Engine) int       { return int(hostEngineInFlight(uint32(e))) }
 func (wasmHost) SliceTarget() time.Duration        { return time.Duration(hostSliceTarget()) }
+func (wasmHost) HighClassReserved() bool           { return hostHighClassReserved() != 0 }
 func (wasmHost) MapOpen(name string, vals []int64) int32 {
 	return hostMapOpen(name, &vals[0], uint32(len(vals)))
 }
