@@ -32,6 +32,9 @@
 #               that took 200 us or more (cuda-slow.csv, $GPUOS_CUDA_SLOW_LOG)
 #               and, when the service stalls, the daemon's Go execution trace
 #               of the seconds before (stall-*.trace, $GPUOS_STALL_TRACE)
+#   HICCUP=S    seconds of bench/hiccup before and after the runs (default 4;
+#               0: none): how much of each CPU the host took away, which the
+#               service's tail depends on (bench/RESULTS.md, session 8)
 #   DIAG=1      afterwards, the service alone and with the load again with
 #               every ring polling (GPUOS_RING_SPIN=$DIAG_SPIN, default 2ms):
 #               what waking an idle daemon costs the service (~30 s more)
@@ -45,6 +48,7 @@ SMS=${SMS:-132}
 ARCH=${ARCH:-sm_90}
 RESERVE=${RESERVE:-8}
 TRACE=${TRACE:-0}
+HICCUP=${HICCUP:-4}
 PTX=$PWD/testdata/kernels/bench.ptx
 
 # Workloads. The service: one block of 32 threads spinning 20 us, every 1 ms.
@@ -69,6 +73,15 @@ mkdir -p "$OUT"
 sed "s/^reserve_sms:.*/reserve_sms: $RESERVE/" bench/sched/sched.yaml > "$OUT/sched.yaml"
 sed "s/^reserve_sms:.*/reserve_sms: 0/" bench/sched/sched.yaml > "$OUT/sched-whole.yaml"
 echo "results in $OUT; $DUR s measured per run after $WARM s of warm-up"
+
+# hiccups NAME: the host's CPU hiccups for HICCUP seconds, into OUT/NAME.txt.
+hiccups() {
+	[[ $HICCUP == 0 ]] && return
+	[[ -x $OUT/hiccup ]] || gcc -O2 -pthread -o "$OUT/hiccup" bench/hiccup/hiccup.c || return 0
+	echo "== host hiccups ($1, $HICCUP s)"
+	"$OUT/hiccup" "$HICCUP" > "$OUT/$1.txt" || true
+}
+hiccups hiccup-before
 
 echo "== native baseline (three processes, no gpuos)"
 nvcc -O2 -arch="$ARCH" -o "$OUT/native" bench/sched/native.cu
@@ -184,4 +197,5 @@ fi
 trap - EXIT
 
 echo
+hiccups hiccup-after
 "$BIN/schedbench" report "$OUT" | tee "$OUT/report.txt"

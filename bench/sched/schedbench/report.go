@@ -182,6 +182,12 @@ func report(dir string, w io.Writer) error {
 	if a, m := beRate(na), beRate(nm); a > 0 && m > 0 {
 		fmt.Fprintf(w, "native baseline: best-effort throughput with the service / alone = %.2f\n", m/a)
 	}
+	for _, name := range []string{"hiccup-before", "hiccup-after"} {
+		if h, ok := loadHiccups(dir, name); ok {
+			fmt.Fprintf(w, "host (%s): %d gaps over 1 ms in %g s on %d CPUs, %.1f ms lost (%.2f%% of their time), the longest %.0f us\n",
+				name, h.gaps, h.seconds, h.cpus, h.lostMs, 100*h.lostMs/1e3/(h.seconds*float64(h.cpus)), h.maxUs)
+		}
+	}
 	fmt.Fprintln(w)
 	if fails > 0 {
 		fmt.Fprintf(w, "%d check(s) failed or did not run\n", fails)
@@ -189,4 +195,33 @@ func report(dir string, w io.Writer) error {
 	}
 	fmt.Fprintln(w, "all checks passed")
 	return nil
+}
+
+// hiccups is bench/hiccup's summary: how much of the CPUs the host took away
+// while nothing else ran (an idle spinning thread per CPU not running).
+type hiccups struct {
+	cpus          int
+	seconds       float64
+	gaps          int // over 1 ms
+	lostMs, maxUs float64
+}
+
+// loadHiccups reads the summary line of DIR/name.txt.
+func loadHiccups(dir, name string) (hiccups, bool) {
+	f, err := os.Open(filepath.Join(dir, name+".txt"))
+	if err != nil {
+		return hiccups{}, false
+	}
+	defer f.Close()
+	var h hiccups
+	ok := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var x hiccups
+		if n, _ := fmt.Sscanf(sc.Text(), "summary cpus=%d seconds=%g gaps_over_1ms=%d lost_ms=%g max_us=%g",
+			&x.cpus, &x.seconds, &x.gaps, &x.lostMs, &x.maxUs); n == 5 && x.cpus > 0 && x.seconds > 0 {
+			h, ok = x, true
+		}
+	}
+	return h, ok
 }

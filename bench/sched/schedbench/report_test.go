@@ -107,3 +107,27 @@ func TestReport(t *testing.T) {
 		})
 	}
 }
+
+// TestReportHiccups: the report says how much of its CPUs the host took away
+// before and after the runs (bench/hiccup's summary line), and skips a file
+// without one.
+func TestReportHiccups(t *testing.T) {
+	dir := t.TempDir()
+	before := "cpu  gaps>20us >100us >1ms  max_us  lost_ms  steal_ms(/proc/stat)\n  0  10  2  1  1463  21.08  0\n" +
+		"summary cpus=16 seconds=4 gaps_over_1ms=48 lost_ms=508.4 max_us=3752\n"
+	if err := os.WriteFile(filepath.Join(dir, "hiccup-before.txt"), []byte(before), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "hiccup-after.txt"), []byte("summary cpus=0 nonsense\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	report(dir, &out) // nothing else ran: it fails, and still says what it has
+	want := "host (hiccup-before): 48 gaps over 1 ms in 4 s on 16 CPUs, 508.4 ms lost (0.79% of their time), the longest 3752 us"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
+	}
+	if strings.Contains(out.String(), "hiccup-after") {
+		t.Errorf("report used a summary line it could not read:\n%s", out.String())
+	}
+}
