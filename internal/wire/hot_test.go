@@ -111,15 +111,21 @@ func hotPairB(t testing.TB, sq, cq int, onRings bool) (*wire.Client, *hotSession
 // hotPairHedged is hotPair with the server's Hedge set to hedge (0: none).
 func hotPairHedged(t testing.TB, sq, cq int, onRings bool, hedge time.Duration) (*wire.Client, *hotSession) {
 	t.Helper()
+	if hedge <= 0 {
+		return hotPairWith(t, sq, cq, onRings, nil)
+	}
+	return hotPairWith(t, sq, cq, onRings, func() time.Duration { return hedge })
+}
+
+// hotPairWith is hotPair with the server's Hedge set to hedge.
+func hotPairWith(t testing.TB, sq, cq int, onRings bool, hedge func() time.Duration) (*wire.Client, *hotSession) {
+	t.Helper()
 	a, b, err := wire.Pair()
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &hotSession{hc: wire.NewHotConn(b), sq: sq, cq: cq, block: make(chan struct{}), servedErr: make(chan error, 1)}
-	srv := &wire.Server{Endpoint: v1.EndpointDriver, Handle: s.handle}
-	if hedge > 0 {
-		srv.Hedge = func() time.Duration { return hedge }
-	}
+	srv := &wire.Server{Endpoint: v1.EndpointDriver, Handle: s.handle, Hedge: hedge}
 	go func() { s.servedErr <- srv.Serve(context.Background(), s.hc) }()
 	cl := wire.NewClient(a)
 	t.Cleanup(func() { cl.Close(); s.hc.Close() })
@@ -631,5 +637,21 @@ func TestHotHedgeStandsIn(t *testing.T) {
 	}
 	if r.Free != uint64(before+100) {
 		t.Errorf("after the hold: %d launches handled, want %d", r.Free, before+100)
+	}
+}
+
+// TestHotHedgeAskedOnce: Server.Hedge is asked once the connection is on
+// rings, and only once (not again per request while it says no).
+func TestHotHedgeAskedOnce(t *testing.T) {
+	var asked atomic.Int64
+	cl, _ := hotPairWith(t, 8<<10, 8<<10, true, func() time.Duration { asked.Add(1); return 0 })
+	ctx := tctx(t)
+	for range 100 {
+		if err := cl.Call(ctx, &v1.MemInfo{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := asked.Load(); n != 1 {
+		t.Errorf("Hedge asked %d times, want 1", n)
 	}
 }

@@ -91,13 +91,15 @@ func (s *Server) Serve(ctx context.Context, c Transport) error {
 	st.recycler, _ = c.(interface{ Recycle() })
 	hc, _ := c.(hedgeable)
 	var h *hedge
+	asked := s.Hedge == nil || hc == nil // Hedge is asked once, on rings
 	defer func() {
 		if h != nil {
 			h.stop() // before c closes: the helper touches it
 		}
 	}()
 	for {
-		if h == nil && hc != nil && s.Hedge != nil && hc.OnRings() {
+		if !asked && hc.OnRings() {
+			asked = true
 			if spin := s.Hedge(); spin > 0 {
 				h = startHedge(st, hc, spin)
 			}
