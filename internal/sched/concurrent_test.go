@@ -354,17 +354,7 @@ func TestPriorityTurnsWithinClass(t *testing.T) {
 		Clock:   func() time.Duration { return time.Millisecond }, // the service stays active
 		OnEject: func(p string, err error) { t.Errorf("policy %s ejected: %v", p, err) }})
 	ctx := tctx(t)
-	if err := s.SetShare("service", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
-		t.Fatal(err)
-	}
-	svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 1})
-	svcStream := g.stream(t, 0)
-	if err := svc.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: svcStream, Issue: g.launch(svcStream, 1, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
+	g.activeService(t, ctx, s)
 
 	var mu sync.Mutex
 	var order []int // the tenant of each slice, in issue order

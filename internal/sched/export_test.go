@@ -5,7 +5,6 @@ import (
 	"strings"
 )
 
-// Dump describes the scheduler's state, for failing tests.
 // Expressed is how many commands the express lane issued.
 func (s *Scheduler) Expressed() int64 {
 	s.mu.Lock()
@@ -13,6 +12,7 @@ func (s *Scheduler) Expressed() int64 {
 	return s.expressed
 }
 
+// Dump describes the scheduler's state, for failing tests.
 func (s *Scheduler) Dump() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

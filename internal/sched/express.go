@@ -93,10 +93,10 @@ func (s *Scheduler) expressAction(t *tenant) (action, bool) {
 			return action{}, false
 		}
 	}
-	ready := []TenantID{t.id}
+	s.expressReady[0] = t.id // policies run under s.mu: one user at a time
 	var ch Choice
 	if err := s.guard(s.active, func(p Policy) (err error) {
-		ch, err = p.OnDispatch(&s.host, e, ready)
+		ch, err = p.OnDispatch(&s.host, e, s.expressReady[:])
 		return err
 	}); err != nil || ch.Tenant != t.id || ch.Group != 0 || ch.Quantum < 0 {
 		// A misbehaving policy is the token holder's to handle.

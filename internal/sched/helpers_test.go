@@ -113,6 +113,24 @@ func (g *simGPU) launchOf(fn backend.Function, st backend.Stream, n, blocks uint
 	}
 }
 
+// activeService makes tenant "service" of the high class and runs one small
+// kernel of it to completion: under priority (with a clock that stands
+// still) it then counts as active, and holds the lower classes back.
+func (g *simGPU) activeService(t testing.TB, ctx context.Context, s *sched.Scheduler) {
+	t.Helper()
+	if err := s.SetShare("service", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
+		t.Fatal(err)
+	}
+	svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 1})
+	st := g.stream(t, 0)
+	if err := svc.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: st, Issue: g.launch(st, 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // cost measures the virtual time of work(n) on blocks blocks, alone.
 func (g *simGPU) cost(t testing.TB, n, blocks uint32) time.Duration {
 	t.Helper()

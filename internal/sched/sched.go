@@ -95,7 +95,7 @@ type Options struct {
 	// interrupts (CUDA's blocking-sync events) rather than poll for their
 	// events in the backend (the context's scheduling mode: on CUDA, a
 	// polling thread per stream with work in flight). It saves the daemon
-	// about half a CPU under load, but cost a service 25-40 µs at P99 on
+	// about half a CPU under load, but cost a service 17-41 µs at P99 on
 	// the H100 (bench/RESULTS.md, run 33), so it is off by default.
 	BlockingWait bool
 	// LowClassPoll is how often the completion waiters of the low
@@ -103,7 +103,7 @@ type Options struct {
 	// sleeping between (default 20 µs; negative: they wait in the backend,
 	// which on CUDA polls inside the driver without pause, as the other
 	// classes' do). Polling best-effort work without pause took the daemon
-	// a third more CPU under load and the service a few µs at P50-P99
+	// half as much CPU again under load and the service a few µs at P50-P99
 	// (bench/RESULTS.md, run 37); the normal class is left alone, since its
 	// tenants' turns wait for their completions (applied to it, the 1:3
 	// shares test's short-kernel tenant lost 1-1.5% of its share, run 38).
@@ -209,21 +209,22 @@ type Scheduler struct {
 	fallback *policyEntry
 	rescue   *policyEntry // last resort if the fallback itself fails
 
-	clk         int64 // the clock as of the current round (tick)
-	dispatching bool  // the dispatch token
-	expressed   int64 // commands issued by the express lane (express.go)
-	expressing  int   // express issues in progress: the token holder stops
-	tails       []*streamQ
-	flushAll    bool
-	flushOlder  int64 // flush tails opened at or before this time
-	bgNext      int64 // when the background goroutine means to wake; -1: only when kicked
-	nextTick    int64
-	waiters     map[backend.Stream]*waiter
-	gating      int                // turn gates being recorded (turns.go)
-	gateIdle    *sync.Cond         // gating fell to 0
-	events      [2][]backend.Event // pools: untimed, timed
-	points      []*point
-	ready       [NumEngines][]TenantID
+	clk          int64       // the clock as of the current round (tick)
+	dispatching  bool        // the dispatch token
+	expressed    int64       // commands issued by the express lane (express.go)
+	expressing   int         // express issues in progress: the token holder stops
+	expressReady [1]TenantID // the express lane's ready list, for OnDispatch
+	tails        []*streamQ
+	flushAll     bool
+	flushOlder   int64 // flush tails opened at or before this time
+	bgNext       int64 // when the background goroutine means to wake; -1: only when kicked
+	nextTick     int64
+	waiters      map[backend.Stream]*waiter
+	gating       int                // turn gates being recorded (turns.go)
+	gateIdle     *sync.Cond         // gating fell to 0
+	events       [2][]backend.Event // pools: untimed, timed
+	points       []*point
+	ready        [NumEngines][]TenantID
 
 	// highReserved: the high class has SMs no other class's stream runs on
 	// (SetHighClassReserved).
