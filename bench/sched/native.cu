@@ -7,6 +7,10 @@
 //   native be --ns 50000 --blocks 42240 --threads 128 --depth 4 --duration-s 10 --warmup-s 1
 //   (--start-at UNIX_SECONDS instead of --warmup-s: measure from then, so
 //   that concurrent processes measure the same window)
+//   (--phase-ms P [--settle-ms S]: an interleaved run, as schedbench's
+//   --phase: the window alternates phases of P ms, alone first, then loaded;
+//   be saturates only in loaded phases, hp reports both, leaving out its
+//   requests in the first S ms (default 25) of an alone phase)
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +28,17 @@ static double now_s(void) {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+struct latency { size_t n; double p50, p90, p99, max, mean; };
+
+static latency summarize(std::vector<double> &lat) {
+	std::sort(lat.begin(), lat.end());
+	double sum = 0;
+	for (double x : lat) sum += x;
+	size_t n = lat.size();
+	if (n == 0) return latency{0, 0, 0, 0, 0, 0};
+	return latency{n, lat[n / 2], lat[n * 90 / 100], lat[n * 99 / 100], lat[n - 1], sum / n};
 }
 
 static double flag(int argc, char **argv, const char *name, double def) {
@@ -50,6 +65,11 @@ int main(int argc, char **argv) {
 	double period = flag(argc, argv, "--period-us", 1000) * 1e-6;
 	double duration = flag(argc, argv, "--duration-s", 10), warmup = flag(argc, argv, "--warmup-s", 1);
 	const char *label = sflag(argc, argv, "--label", "");
+	double phase = flag(argc, argv, "--phase-ms", 0) * 1e-3, settle = flag(argc, argv, "--settle-ms", 25) * 1e-3;
+	if (phase < 0 || settle < 0 || (phase > 0 && settle >= phase)) {
+		fprintf(stderr, "--phase-ms, --settle-ms: want 0 <= settle < phase\n");
+		return 2;
+	}
 	double start_at = flag(argc, argv, "--start-at", 0); // unix seconds: measure from then (same window in every process)
 
 	unsigned *done;
@@ -67,7 +87,7 @@ int main(int argc, char **argv) {
 	}
 
 	if (hp) {
-		std::vector<double> lat;
+		std::vector<double> lat, alone; // alone: the alone phases of an interleaved run
 		double start = now_s(), next = start;
 		while (now_s() - start < warmup + duration) {
 			double w = next - now_s();
@@ -79,15 +99,22 @@ int main(int argc, char **argv) {
 			double t0 = now_s();
 			spin<<<blocks, threads, 0, st>>>(ns, done);
 			CHECK(cudaStreamSynchronize(st));
-			double d = now_s() - t0;
-			if (t0 - start >= warmup) lat.push_back(d * 1e6);
+			double d = now_s() - t0, since = t0 - start - warmup;
+			if (since < 0) continue;
+			if (phase <= 0) { lat.push_back(d * 1e6); continue; }
+			long k = (long)(since / phase);
+			if (k % 2 == 1) lat.push_back(d * 1e6);
+			else if (since - k * phase >= settle) alone.push_back(d * 1e6);
 		}
-		std::sort(lat.begin(), lat.end());
-		double sum = 0;
-		for (double x : lat) sum += x;
-		size_t n = lat.size();
-		printf("{\"mode\":\"hp\",\"stack\":\"native\",\"label\":\"%s\",\"samples\":%zu,\"p50_us\":%.3f,\"p99_us\":%.3f,\"max_us\":%.3f,\"mean_us\":%.3f}\n",
-			label, n, n ? lat[n / 2] : 0, n ? lat[n * 99 / 100] : 0, n ? lat[n - 1] : 0, n ? sum / n : 0);
+		latency l = summarize(lat);
+		printf("{\"mode\":\"hp\",\"stack\":\"native\",\"label\":\"%s\",\"samples\":%zu,\"p50_us\":%.3f,\"p90_us\":%.3f,\"p99_us\":%.3f,\"max_us\":%.3f,\"mean_us\":%.3f",
+			label, l.n, l.p50, l.p90, l.p99, l.max, l.mean);
+		if (phase > 0) {
+			latency a = summarize(alone);
+			printf(",\"phase_ms\":%.3f,\"alone\":{\"samples\":%zu,\"p50_us\":%.3f,\"p90_us\":%.3f,\"p99_us\":%.3f,\"max_us\":%.3f,\"mean_us\":%.3f}",
+				phase * 1e3, a.n, a.p50, a.p90, a.p99, a.max, a.mean);
+		}
+		printf("}\n");
 		return 0;
 	}
 	cudaEvent_t a, b;
@@ -104,12 +131,43 @@ int main(int argc, char **argv) {
 		best = std::min(best, ms);
 	}
 	// Keep the queue full: a batch of depth kernels and an event, the next
-	// batch launched before waiting for the previous batch's event.
-	double start = now_s(), measured = 0;
+	// batch launched before waiting for the previous batch's event. In an
+	// interleaved run, only through the loaded phases: no batch is launched
+	// after a phase's end, what was launched is waited for, and the kernels
+	// of the batches that completed inside loaded phases count, over the
+	// loaded phases' time.
+	double start = now_s(), measured = 0, loaded = 0;
 	long n = 0;
 	cudaEvent_t ev[2];
 	CHECK(cudaEventCreateWithFlags(&ev[0], cudaEventDisableTiming));
 	CHECK(cudaEventCreateWithFlags(&ev[1], cudaEventDisableTiming));
+	if (phase > 0) {
+		double from = start + warmup, end = from + duration;
+		for (long k = 1; from + k * phase < end; k += 2) {
+			double on = from + k * phase, stop = std::min(on + phase, end);
+			double w = on - now_s();
+			if (w > 0) {
+				struct timespec ts = {(time_t)w, (long)((w - (time_t)w) * 1e9)};
+				nanosleep(&ts, NULL);
+			}
+			int b = 0;
+			for (; now_s() < stop; b++) {
+				for (int i = 0; i < depth; i++) spin<<<blocks, threads, 0, st>>>(ns, done);
+				CHECK(cudaEventRecord(ev[b & 1], st));
+				if (b == 0) continue;
+				CHECK(cudaEventSynchronize(ev[(b - 1) & 1]));
+				if (now_s() < stop) n += depth;
+			}
+			if (b > 0) {
+				CHECK(cudaEventSynchronize(ev[(b - 1) & 1]));
+				if (now_s() < stop) n += depth;
+			}
+			loaded += stop - on;
+		}
+		printf("{\"mode\":\"be\",\"stack\":\"native\",\"label\":\"%s\",\"kernels\":%ld,\"kernels_per_s\":%.3f,\"kernel_us\":%.3f,\"phase_ms\":%.3f}\n",
+			label, n, loaded > 0 ? n / loaded : 0, best * 1e3, phase * 1e3);
+		return 0;
+	}
 	for (int k = 0;; k++) {
 		for (int i = 0; i < depth; i++) spin<<<blocks, threads, 0, st>>>(ns, done);
 		CHECK(cudaEventRecord(ev[k & 1], st));

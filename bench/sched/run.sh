@@ -35,6 +35,14 @@
 #   HICCUP=S    seconds of bench/hiccup before and after the runs (default 4;
 #               0: none): how much of each CPU the host took away, which the
 #               service's tail depends on (bench/RESULTS.md, session 8)
+#   PHASE=MS    the interleaved scenario's phase (default 500; 0: not run):
+#               the service runs for 2 x DUR seconds while the best-effort
+#               tenants alternate PHASE ms idle and PHASE ms saturating, and
+#               its P99 is taken over the alone phases and over the loaded
+#               ones of the same window, so that what the host does over
+#               time (bench/hiccup) falls on both alike; requests in the first
+#               SETTLE ms (default 25) of an alone phase, while the load
+#               drains, count in neither
 #   DIAG=1      afterwards, the service alone and with the load again with
 #               every ring polling (GPUOS_RING_SPIN=$DIAG_SPIN, default 2ms):
 #               what waking an idle daemon costs the service (~30 s more)
@@ -49,6 +57,8 @@ ARCH=${ARCH:-sm_90}
 RESERVE=${RESERVE:-8}
 TRACE=${TRACE:-0}
 HICCUP=${HICCUP:-4}
+PHASE=${PHASE:-500}
+SETTLE=${SETTLE:-25}
 PTX=$PWD/testdata/kernels/bench.ptx
 
 # Workloads. The service: one block of 32 threads spinning 20 us, every 1 ms.
@@ -88,14 +98,24 @@ nvcc -O2 -arch="$ARCH" -o "$OUT/native" bench/sched/native.cu
 # Concurrent processes measure the same window: from START (set per scenario)
 # for DUR seconds, after starting up and warming up until then.
 start_in() { START=$(date -d "+$1 seconds" +%s.%N); }
-native() { "$OUT/native" "$@" --duration-s "$DUR" --start-at "$START"; }
-hp_native() { native hp "${HP[@]}" --period-us "$HP_PERIOD_US" --label "$1"; }
-be_native() { native be "${BE[@]}" --label "$1"; }
+# RUNDUR (seconds) overrides DUR for one scenario.
+native() { "$OUT/native" "$@" --duration-s "${RUNDUR:-$DUR}" --start-at "$START"; }
+hp_native() { local label=$1; shift; native hp "${HP[@]}" --period-us "$HP_PERIOD_US" --label "$label" "$@"; }
+be_native() { local label=$1; shift; native be "${BE[@]}" --label "$label" "$@"; }
 echo "   service alone";           start_in "$WARM"; hp_native alone > "$OUT/native-hp-alone.json"
 echo "   best effort alone (two)"; start_in "$WARM"; be_native alone > "$OUT/native-be-alone-1.json" & be_native alone > "$OUT/native-be-alone-2.json"; wait
 echo "   all three";               start_in "$WARM"
 be_native mixed > "$OUT/native-be-mixed-1.json" & be_native mixed > "$OUT/native-be-mixed-2.json" & hp_native mixed > "$OUT/native-hp-mixed.json"
 wait
+if [[ $PHASE != 0 ]]; then
+	echo "   interleaved: best effort idle and saturating by turns of $PHASE ms"; start_in "$WARM"
+	IL=(--phase-ms "$PHASE" --settle-ms "$SETTLE")
+	export RUNDUR=$((2 * DUR))
+	be_native interleaved "${IL[@]}" > "$OUT/native-be-interleaved-1.json" & be_native interleaved "${IL[@]}" > "$OUT/native-be-interleaved-2.json" &
+	hp_native interleaved "${IL[@]}" > "$OUT/native-hp-interleaved.json"
+	wait
+	unset RUNDUR
+fi
 
 echo "== gpuos (cuda backend)"
 export GPUOS_SOCKET=$OUT/gpuos.sock
@@ -125,7 +145,7 @@ gp() { GPUOS_TOKEN=hp "$BIN/gpuos" "$@"; }
 # process (manager, drivers, clients) dumps its goroutines (SIGQUIT) into the
 # logs, so a hang leaves evidence instead of a silent timeout.
 watch() {
-	( sleep $((WARM + DUR + 45))
+	( sleep $((WARM + ${RUNDUR:-$DUR} + 45))
 	  echo "scenario overran: dumping goroutines" | tee -a "$OUT/serve.log" >&2
 	  pkill -QUIT -f "gpuos driver" || true
 	  pkill -QUIT -f "schedbench" || true
@@ -134,15 +154,16 @@ watch() {
 	wait "$@"
 	kill $w 2>/dev/null || true
 }
-sb() { local tok=$1; shift; GPUOS_TOKEN=$tok "$BIN/schedbench" "$@" --ptx "$PTX" --duration "${DUR}s" --start-at "$START"; }
+sb() { local tok=$1; shift; GPUOS_TOKEN=$tok "$BIN/schedbench" "$@" --ptx "$PTX" --duration "${RUNDUR:-$DUR}s" --start-at "$START"; }
 gp policy list | tee "$OUT/policies.txt"
 gp policy use priority
 hp_gpuos() {
-	local trace=()
-	[[ $TRACE != 0 ]] && trace=(--trace "$OUT/gpuos-hp-$1.trace.csv")
-	sb hp hp "${HP[@]}" --period "${HP_PERIOD_US}us" --label "$1" "${trace[@]}"
+	local label=$1 trace=()
+	shift
+	[[ $TRACE != 0 ]] && trace=(--trace "$OUT/gpuos-hp-$label.trace.csv")
+	sb hp hp "${HP[@]}" --period "${HP_PERIOD_US}us" --label "$label" "${trace[@]}" "$@"
 }
-be_gpuos() { sb "$1" be "${BE[@]}" --label "$2"; }
+be_gpuos() { local tok=$1 label=$2; shift 2; sb "$tok" be "${BE[@]}" --label "$label" "$@"; }
 echo "   service alone";           start_in "$WARM"; hp_gpuos alone > "$OUT/gpuos-hp-alone.json" 2> "$OUT/gpuos-hp-alone.err" & watch $!
 gp ps --tenants > "$OUT/tenants-after-hp-alone.txt"
 echo "   best effort alone (two)"; start_in "$WARM"
@@ -155,6 +176,16 @@ be_gpuos be2 mixed > "$OUT/gpuos-be-mixed-2.json" 2> "$OUT/gpuos-be-mixed-2.err"
 hp_gpuos mixed > "$OUT/gpuos-hp-mixed.json" 2> "$OUT/gpuos-hp-mixed.err" & C=$!
 watch $A $B $C
 gp ps --tenants | tee "$OUT/tenants-after-latency.txt"
+if [[ $PHASE != 0 ]]; then
+	echo "   interleaved: best effort idle and saturating by turns of $PHASE ms"; start_in "$WARM"
+	IL=(--phase "${PHASE}ms" --settle "${SETTLE}ms")
+	export RUNDUR=$((2 * DUR))
+	be_gpuos be1 interleaved "${IL[@]}" > "$OUT/gpuos-be-interleaved-1.json" 2> "$OUT/gpuos-be-interleaved-1.err" & A=$!
+	be_gpuos be2 interleaved "${IL[@]}" > "$OUT/gpuos-be-interleaved-2.json" 2> "$OUT/gpuos-be-interleaved-2.err" & B=$!
+	hp_gpuos interleaved "${IL[@]}" > "$OUT/gpuos-hp-interleaved.json" 2> "$OUT/gpuos-hp-interleaved.err" & C=$!
+	watch $A $B $C
+	unset RUNDUR
+fi
 for pol in fair band; do
 	echo "   shares 1:3 under $pol"
 	gp policy use "$pol"

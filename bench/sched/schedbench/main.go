@@ -47,6 +47,10 @@ type Result struct {
 	P99us   float64 `json:"p99_us,omitempty"`
 	MaxUs   float64 `json:"max_us,omitempty"`
 	MeanUs  float64 `json:"mean_us,omitempty"`
+	// Interleaved runs (--phase): the figures above are the loaded phases'
+	// and Alone the alone phases' of the same run.
+	PhaseMs float64 `json:"phase_ms,omitempty"`
+	Alone   *Result `json:"alone,omitempty"`
 
 	// be
 	Kernels       int     `json:"kernels,omitempty"`
@@ -100,7 +104,8 @@ type options struct {
 	socket, ptxPath, token, tokens, weights, label string
 	trace                                          string // hp: per-request CSV
 	duration, warmup, period                       time.Duration
-	from                                           time.Time // when measuring starts
+	phase, settle                                  time.Duration // interleaved runs
+	from                                           time.Time     // when measuring starts
 	ns, nsShort, nsLong                            uint64
 	blocks, threads, depth                         int
 }
@@ -119,6 +124,8 @@ func runMode(ctx context.Context, mode string, args []string) error {
 	startAt := fs.Float64("start-at", 0, "measure from this wall-clock time (unix seconds) instead of after --warmup, so that processes measure the same window")
 	fs.DurationVar(&o.period, "period", time.Millisecond, "hp: one kernel per period")
 	fs.StringVar(&o.trace, "trace", "", "hp: write each measured request's host and GPU times (CSV) to this file")
+	fs.DurationVar(&o.phase, "phase", 0, "hp, be: an interleaved run: the measured window alternates phases this long, alone first, then loaded (be saturates only in loaded phases; hp reports both)")
+	fs.DurationVar(&o.settle, "settle", 25*time.Millisecond, "hp with --phase: requests this soon after a loaded phase ends count in neither (the load drains)")
 	fs.Uint64Var(&o.ns, "ns", 20000, "hp, be: each block spins this many ns")
 	fs.Uint64Var(&o.nsShort, "ns-short", 200000, "shares: the first tenant's kernels (ns per block)")
 	fs.Uint64Var(&o.nsLong, "ns-long", 2000000, "shares: the second tenant's kernels (ns per block)")
@@ -126,6 +133,9 @@ func runMode(ctx context.Context, mode string, args []string) error {
 	fs.IntVar(&o.threads, "threads", 32, "threads per block")
 	fs.IntVar(&o.depth, "depth", 4, "be, shares: kernels per batch; a batch is always queued behind the one running")
 	fs.Parse(args)
+	if o.phase < 0 || o.settle < 0 || (o.phase > 0 && o.settle >= o.phase) {
+		return fmt.Errorf("--phase %v, --settle %v: want 0 <= settle < phase", o.phase, o.settle)
+	}
 	o.from = time.Now().Add(o.warmup)
 	if *startAt > 0 {
 		o.from = time.Unix(0, int64(*startAt*1e9))
@@ -147,6 +157,9 @@ func runMode(ctx context.Context, mode string, args []string) error {
 		return err
 	}
 	r.Mode, r.Stack, r.Label = mode, "gpuos", o.label
+	if r.Alone != nil {
+		r.Alone.Mode, r.Alone.Stack, r.Alone.Label = mode, "gpuos", o.label+" (alone phases)"
+	}
 	return json.NewEncoder(os.Stdout).Encode(r)
 }
 
@@ -240,7 +253,7 @@ func runHP(ctx context.Context, o options, image []byte) (*Result, error) {
 			return nil, err
 		}
 	}
-	var lat []time.Duration
+	var lat, alone []time.Duration
 	next := time.Now()
 	for end := o.from.Add(o.duration); time.Now().Before(end); {
 		if d := time.Until(next); d > 0 {
@@ -262,7 +275,13 @@ func runHP(ctx context.Context, o options, image []byte) (*Result, error) {
 		}
 		d := time.Since(t0)
 		if measured {
-			lat = append(lat, d)
+			switch loaded, counted := o.phaseAt(t0); {
+			case !counted:
+			case loaded:
+				lat = append(lat, d)
+			default:
+				alone = append(alone, d)
+			}
 		}
 		if tr != nil && measured {
 			tr.synced(t0.Add(d))
@@ -273,7 +292,29 @@ func runHP(ctx context.Context, o options, image []byte) (*Result, error) {
 			return nil, err
 		}
 	}
-	return latencyResult(lat), nil
+	r := latencyResult(lat)
+	if o.phase > 0 {
+		r.PhaseMs, r.Alone = float64(o.phase.Microseconds())/1e3, latencyResult(alone)
+	}
+	return r, nil
+}
+
+// phaseAt places a measured instant in an interleaved run (--phase): the
+// window from o.from alternates phases of o.phase, alone (even) and loaded
+// (odd). A request counts in the loaded phase it starts in, all of it
+// (the load's ramp-up included); in an alone phase, once o.settle has passed
+// (what the load left queued has drained by then). Without phases every
+// request counts as loaded: the process runs one scenario.
+func (o options) phaseAt(t time.Time) (loaded, counted bool) {
+	if o.phase <= 0 {
+		return true, true
+	}
+	since := t.Sub(o.from)
+	k := since / o.phase
+	if k%2 == 1 {
+		return true, true
+	}
+	return false, since-k*o.phase >= o.settle
 }
 
 //go:embed stamp.ptx
@@ -378,11 +419,20 @@ func runBE(ctx context.Context, o options, image []byte) (*Result, error) {
 		return nil, err
 	}
 	before, serr := daemonStats(ctx, o, o.token)
-	n, elapsed, launched, err := saturate(ctx, t, o.blocks, o.threads, o.ns, o.depth, o.from, o.duration)
+	var n, launched int
+	var elapsed time.Duration
+	if o.phase > 0 {
+		n, elapsed, launched, err = alternate(ctx, t, o)
+	} else {
+		n, elapsed, launched, err = saturate(ctx, t, o.blocks, o.threads, o.ns, o.depth, o.from, o.duration)
+	}
 	if err != nil {
 		return nil, err
 	}
 	r := &Result{Kernels: n, KernelsPerSec: float64(n) / elapsed.Seconds(), KernelUs: float64(one.Nanoseconds()) / 1e3}
+	if o.phase > 0 {
+		r.PhaseMs = float64(o.phase.Microseconds()) / 1e3
+	}
 	// Tenant names are the tokens in sched.yaml.
 	if after, err := daemonStats(ctx, o, o.token); err == nil && serr == nil && launched > 0 {
 		r.DispatchesPerKernel = float64(after[o.token].Dispatched-before[o.token].Dispatched) / float64(launched)
@@ -437,6 +487,78 @@ func saturate(ctx context.Context, t *tenant, blocks, threads int, ns uint64, de
 			return n, now.Sub(measured), launched, nil
 		}
 	}
+}
+
+// alternate is saturate for an interleaved run: the tenant idles through
+// the alone phases and saturates through the loaded ones (see phaseAt),
+// stopping its launches at each loaded phase's end and waiting for what it
+// launched. It counts the kernels whose batch completed inside a loaded
+// phase, over the loaded phases' time.
+func alternate(ctx context.Context, t *tenant, o options) (n int, loadedTime time.Duration, launched int, err error) {
+	end := o.from.Add(o.duration)
+	for k := 1; ; k += 2 {
+		start := o.from.Add(time.Duration(k) * o.phase)
+		if !start.Before(end) {
+			return n, loadedTime, launched, nil
+		}
+		stop := start.Add(o.phase)
+		if stop.After(end) {
+			stop = end
+		}
+		time.Sleep(time.Until(start))
+		c, l, err := saturateUntil(ctx, t, o.blocks, o.threads, o.ns, o.depth, stop)
+		n, launched = n+c, launched+l
+		if err != nil {
+			return n, loadedTime, launched, err
+		}
+		loadedTime += stop.Sub(start)
+	}
+}
+
+// saturateUntil keeps the tenant's queue full as saturate does, launching no
+// batch after stop, and returns once everything it launched has completed,
+// with the kernels of the batches that completed before stop.
+func saturateUntil(ctx context.Context, t *tenant, blocks, threads int, ns uint64, depth int, stop time.Time) (n, launched int, err error) {
+	var pending []*client.Fence
+	wait := func() error {
+		f := pending[0]
+		pending = pending[1:]
+		defer f.Close()
+		if err := f.Wait(ctx, 0); err != nil {
+			return err
+		}
+		if time.Now().Before(stop) {
+			n += depth
+		}
+		return nil
+	}
+	defer func() {
+		for len(pending) > 0 {
+			if werr := wait(); err == nil {
+				err = werr
+			}
+		}
+	}()
+	for time.Now().Before(stop) {
+		for range depth {
+			if err := t.launch(blocks, threads, ns); err != nil {
+				return n, launched, err
+			}
+			launched++
+		}
+		f, err := t.s.Record(ctx, t.st)
+		if err != nil {
+			return n, launched, err
+		}
+		pending = append(pending, f)
+		if len(pending) < 2 {
+			continue
+		}
+		if err := wait(); err != nil {
+			return n, launched, err
+		}
+	}
+	return n, launched, nil
 }
 
 func runShares(ctx context.Context, o options, image []byte) (*Result, error) {
