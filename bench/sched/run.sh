@@ -31,7 +31,8 @@
 #               latency.log.csv, $GPUOS_LATENCY_LOG) and its driver calls
 #               that took 200 us or more (cuda-slow.csv, $GPUOS_CUDA_SLOW_LOG)
 #               and, when the service stalls, the daemon's Go execution trace
-#               of the seconds before (stall-*.trace, $GPUOS_STALL_TRACE)
+#               of the seconds before (stall-*.trace, $GPUOS_STALL_TRACE; set it
+#               empty for none)
 #   HICCUP=S    seconds of bench/hiccup before and after the runs (default 4;
 #               0: none): how much of each CPU the host took away, which the
 #               service's tail depends on (bench/RESULTS.md, session 8)
@@ -121,7 +122,7 @@ echo "== gpuos (cuda backend)"
 export GPUOS_SOCKET=$OUT/gpuos.sock
 if [[ $TRACE != 0 ]]; then
 	export GPUOS_LATENCY_LOG=${GPUOS_LATENCY_LOG:-$OUT/latency.log} GPUOS_CUDA_SLOW_LOG=${GPUOS_CUDA_SLOW_LOG:-$OUT/cuda-slow.csv} \
-		GPUOS_STALL_TRACE=${GPUOS_STALL_TRACE:-$OUT}
+		GPUOS_STALL_TRACE=${GPUOS_STALL_TRACE-$OUT}
 fi
 SERVE=
 # serve [LOG [CONFIG]]: starts the daemon (with the environment of the caller)

@@ -359,6 +359,9 @@ func (s *Session) submitWait(ctx context.Context, c *sched.Command) error {
 // Called on the serving goroutine.
 func (s *Session) settle(ctx context.Context) error {
 	streams, err := s.queue.WaitIssued(ctx, s.syncStreams[:0])
+	if s.settledAt != nil {
+		*s.settledAt = time.Now()
+	}
 	defer func() {
 		clear(streams)
 		s.syncStreams = streams[:0]
@@ -1065,6 +1068,16 @@ func (s *Session) fenceElapsed(m *v1.FenceElapsed) (v1.Message, error) {
 }
 
 func (s *Session) synchronize(ctx context.Context, m *v1.Synchronize) error {
+	var st syncStamps
+	if s.latency != nil {
+		st.recv = time.Now()
+		s.settledAt = &st.issued
+		defer func() {
+			s.settledAt = nil
+			st.synced = time.Now()
+			s.latency.addSync(st)
+		}()
+	}
 	so, err := s.streamOf(m.Stream)
 	if err != nil {
 		return err

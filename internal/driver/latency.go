@@ -21,7 +21,8 @@ import (
 // scheduler's completion waiter saw its event), done (its completion
 // reported) — and when it ends appends their percentiles and its slowest
 // commands' stages to that file, and every command's times (Unix ns) to the
-// file's name plus ".csv". It tells where a latency-critical tenant's tail
+// file's name plus ".csv" (and every stream synchronize's, see syncStamps,
+// plus ".sync.csv"). It tells where a latency-critical tenant's tail
 // comes from: the scheduler (received to issue), the driver call, the GPU
 // and the waiter (issued to synced), or the scheduler's completion (synced
 // to done); what is not in it happened in the client or between the
@@ -50,12 +51,18 @@ type launchStamps struct {
 	expressed                          bool // the scheduler's express lane issued it
 }
 
+// syncStamps are one stream synchronize's times: received, its commands
+// all issued (settle's WaitIssued returned), and the streams synchronized
+// (the reply follows).
+type syncStamps struct{ recv, issued, synced time.Time }
+
 // latencyRec collects a session's stamps.
 type latencyRec struct {
 	service  bool      // the session is of the high class: its stalls are traced
 	lastRecv time.Time // the serving goroutine's previous launch
 	mu       sync.Mutex
 	stamps   []launchStamps
+	syncs    []syncStamps
 }
 
 // received notes a launch received at recv (on the serving goroutine). A
@@ -79,6 +86,14 @@ func (l *latencyRec) issued(st *launchStamps) {
 	}
 }
 
+func (l *latencyRec) addSync(st syncStamps) {
+	l.mu.Lock()
+	if len(l.syncs) < latencyMax {
+		l.syncs = append(l.syncs, st)
+	}
+	l.mu.Unlock()
+}
+
 func (l *latencyRec) add(st *launchStamps) {
 	l.mu.Lock()
 	if len(l.stamps) < latencyMax {
@@ -90,8 +105,8 @@ func (l *latencyRec) add(st *launchStamps) {
 // write appends the session's summary to the file at path.
 func (l *latencyRec) write(path, who string) {
 	l.mu.Lock()
-	stamps := l.stamps
-	l.stamps = nil
+	stamps, syncs := l.stamps, l.syncs
+	l.stamps, l.syncs = nil, nil
 	l.mu.Unlock()
 	if path == "" || len(stamps) == 0 {
 		return
@@ -102,6 +117,7 @@ func (l *latencyRec) write(path, who string) {
 	}
 	defer f.Close()
 	writeLatencyCSV(path+".csv", who, stamps)
+	writeSyncCSV(path+".sync.csv", who, syncs)
 	if mf, err := os.Create(path + ".mutex.txt"); err == nil {
 		pprof.Lookup("mutex").WriteTo(mf, 1)
 		mf.Close()
@@ -170,6 +186,24 @@ func writeLatencyCSV(path, who string, stamps []launchStamps) {
 	for i := range stamps {
 		s := &stamps[i]
 		b = fmt.Appendf(b, "%q,%d,%d,%d,%d,%d,%t\n", who, ns(s.recv), ns(s.issue0), ns(s.issue1), ns(s.synced), ns(s.done), s.expressed)
+	}
+	f.Write(b)
+}
+
+// writeSyncCSV appends one row per stream synchronize: the session, then
+// its times in Unix ns (received, issued, synced).
+func writeSyncCSV(path, who string, syncs []syncStamps) {
+	if len(syncs) == 0 {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var b []byte
+	for _, s := range syncs {
+		b = fmt.Appendf(b, "%q,%d,%d,%d\n", who, s.recv.UnixNano(), s.issued.UnixNano(), s.synced.UnixNano())
 	}
 	f.Write(b)
 }

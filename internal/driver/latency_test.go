@@ -71,6 +71,23 @@ func TestLaunchLatencyStages(t *testing.T) {
 			prev = v
 		}
 	}
+	// And the synchronize's: received, its commands issued, synced.
+	syncCSV, err := os.ReadFile(path + ".sync.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f2 := strings.Split(strings.TrimSpace(string(syncCSV)), ",")
+	if len(f2) != 4 || f2[0] != `"test"` {
+		t.Fatalf("sync CSV %q: want one row, the session and 3 times", syncCSV)
+	}
+	var prev int64
+	for _, x := range f2[1:] {
+		v, err := strconv.ParseInt(x, 10, 64)
+		if err != nil || v <= 0 || v < prev {
+			t.Errorf("sync row %q: times not increasing", syncCSV)
+		}
+		prev = v
+	}
 }
 
 // A service's stall writes the flight recording once, then not again within
