@@ -37,6 +37,12 @@ var ErrDeviceLostExit = v1.Errorf(v1.CodeDeviceLost, "device context lost; the d
 // (sched.Options.NoExpress): for measuring what it gives a service.
 const NoExpressEnv = "GPUOS_SCHED_EXPRESS"
 
+// NoHighFirstEnv, set to "0", makes a high-class submitter that takes the
+// dispatch token dispatch in the scheduler's usual order
+// (sched.Options.NoHighFirst): for measuring what issuing the high class
+// first gives.
+const NoHighFirstEnv = "GPUOS_SCHED_HIGHFIRST"
+
 // BlockingWaitEnv, set to "block", makes the scheduler's completion waiters
 // sleep until the device interrupts (sched.Options.BlockingWait): for
 // measuring what polling costs and gives.
@@ -132,7 +138,7 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	d, err := New(Options{Backend: choice.Backend, Ordinal: *device, Audit: al, Limits: lim,
 		DeviceMemoryLimit: *devMem, Log: log, SwapLimit: *swap, SwapReserve: *swapReserve, MinResidency: *minRes, ReserveSMs: *reserveSMs,
-		Sched: sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0", SliceTarget: slice,
+		Sched: sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0", NoHighFirst: os.Getenv(NoHighFirstEnv) == "0", SliceTarget: slice,
 			BlockingWait: os.Getenv(BlockingWaitEnv) == "block", LowClassPoll: lowPoll}})
 	if err != nil {
 		return err

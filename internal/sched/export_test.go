@@ -83,3 +83,7 @@ func (eng *engineState) unaccounted() bool {
 	}
 	return false
 }
+
+// BackgroundAsleep reports whether the background goroutine is waiting to
+// be woken.
+func (s *Scheduler) BackgroundAsleep() bool { return !s.bgAwake.Load() }

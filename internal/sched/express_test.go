@@ -108,3 +108,108 @@ func TestExpressLane(t *testing.T) {
 		})
 	}
 }
+
+// TestHighFirst: a high-class submitter that finds the dispatch token free
+// issues its command and returns, leaving a best-effort marker whose driver
+// call blocks (as cuEventRecord did for milliseconds on the H100) to the
+// background goroutine; with Options.NoHighFirst it dispatches in the usual
+// order, the marker first, and its Submit waits for that call.
+func TestHighFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		off       bool // Options.NoHighFirst
+		wantFirst bool
+	}{
+		{"on", false, true},
+		{"off", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSched(t, sched.Options{Device: &fakeDevice{}, NoHighFirst: tc.off})
+			if err := s.Use("priority"); err != nil {
+				t.Fatal(err)
+			}
+			for name, class := range map[string]sched.Class{"be": sched.ClassLow, "service": sched.ClassHigh} {
+				if err := s.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			be := newQueue(t, s, sched.QueueParams{Tenant: "be", Session: 1, Depth: 8})
+			svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 2, Depth: 8})
+			ctx := tctx(t)
+			for deadline := time.Now().Add(5 * time.Second); !s.BackgroundAsleep(); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the background goroutine did not go to sleep")
+				}
+			}
+			time.Sleep(5 * time.Millisecond) // parked, not between its last checks
+			stuck, release := make(chan struct{}), make(chan struct{})
+			released := false
+			unstick := func() {
+				if !released {
+					released = true
+					close(release)
+				}
+			}
+			defer unstick()
+			beSt, svcSt := newFakeStream(true), newFakeStream(true)
+			// Batched and alone: left queued for a dispatcher to come by.
+			marker := &sched.Command{Kind: sched.Marker, Stream: beSt, Flags: sched.Batched, Issue: func() error {
+				close(stuck)
+				<-release
+				return nil
+			}}
+			if err := be.Submit(ctx, marker); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-stuck:
+				t.Skip("the background goroutine took the marker before the service came (a race this test cannot rule out)")
+			case <-time.After(20 * time.Millisecond):
+			}
+			issued := make(chan struct{})
+			submitted := make(chan error, 1)
+			go func() {
+				submitted <- svc.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: svcSt, Issue: func() error { close(issued); return svcSt.op() }})
+			}()
+			returned := false
+			select {
+			case err := <-submitted:
+				returned = true
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !tc.wantFirst {
+					t.Fatal("the service's Submit returned before the marker ahead of it in dispatch order was issued")
+				}
+				select {
+				case <-issued:
+				default:
+					t.Fatal("the service's Submit returned without issuing its command")
+				}
+				// The marker is the background goroutine's now.
+				select {
+				case <-stuck:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("the marker was left undispatched\n%s", s.Dump())
+				}
+			case <-time.After(200 * time.Millisecond):
+				if tc.wantFirst {
+					t.Fatalf("the service's Submit waited for another tenant's marker\n%s", s.Dump())
+				}
+				<-stuck // its own goroutine is in the marker's call
+			}
+			unstick()
+			if !returned {
+				if err := <-submitted; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := svc.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := be.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

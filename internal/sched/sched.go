@@ -91,6 +91,11 @@ type Options struct {
 	// command then waits for the dispatch token like any other. For
 	// measuring what the lane gives.
 	NoExpress bool
+	// NoHighFirst makes a high-class submitter that takes the dispatch
+	// token dispatch in the usual order, other tenants' markers and batch
+	// ends first, up to the submit budget (express.go, runForLocked). For
+	// measuring what issuing the high class first gives.
+	NoHighFirst bool
 	// BlockingWait makes the completion waiters sleep until the device
 	// interrupts (CUDA's blocking-sync events) rather than poll for their
 	// events in the backend (the context's scheduling mode: on CUDA, a
@@ -618,7 +623,7 @@ func (q *Queue) Submit(ctx context.Context, c *Command) error {
 			s.kick()
 		}
 	} else {
-		s.runLocked(submitBudget)
+		s.runForLocked(t, submitBudget)
 	}
 	s.mu.Unlock()
 	return nil
@@ -631,7 +636,7 @@ func (q *Queue) Flush() {
 	s := q.s
 	s.mu.Lock()
 	if q.queued > 0 && !s.dispatching && !s.bgAwake.Load() {
-		s.runLocked(submitBudget)
+		s.runForLocked(q.t, submitBudget)
 	}
 	s.mu.Unlock()
 }
@@ -650,7 +655,7 @@ func (q *Queue) WaitIssued(ctx context.Context, streams []backend.Stream) ([]bac
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if q.queued > 0 {
-		s.runLocked(0)
+		s.runForLocked(q.t, 0)
 	}
 	if (q.queued > 0 || q.issuing > 0) && !q.closed && ctx.Err() == nil && s.opts.Spin > 0 {
 		// Another goroutine holds the dispatch token and is issuing (a
