@@ -46,7 +46,9 @@
 // high-class session's stalls leave a flight recording of the Go execution
 // trace; $GPUOS_SCHED_EXPRESS=0 turns the scheduler's express lane off
 // (sched.Options.NoExpress), $GPUOS_SCHED_HIGHFIRST=0 its high-class
-// submitters' issuing first (sched.Options.NoHighFirst); $GPUOS_SCHED_SLICE sets the slice length
+// submitters' issuing first (sched.Options.NoHighFirst);
+// $GPUOS_SCHED_GOSCHED=1 makes its poll loops yield the goroutine rather
+// than the thread (sched.Options.Yield); $GPUOS_SCHED_SLICE sets the slice length
 // (sched.Options.SliceTarget: a duration, or off); $GPUOS_SCHED_WAIT=block
 // makes its completion waiters sleep (sched.Options.BlockingWait);
 // $GPUOS_SCHED_LOWPOLL how often those of the low class query (a

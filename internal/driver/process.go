@@ -43,6 +43,11 @@ const NoExpressEnv = "GPUOS_SCHED_EXPRESS"
 // first gives.
 const NoHighFirstEnv = "GPUOS_SCHED_HIGHFIRST"
 
+// GoschedEnv, set to "1", makes the scheduler's poll loops yield with
+// runtime.Gosched instead of ring.Yield (sched.Options.Yield): for
+// measuring what the difference gives a service.
+const GoschedEnv = "GPUOS_SCHED_GOSCHED"
+
 // BlockingWaitEnv, set to "block", makes the scheduler's completion waiters
 // sleep until the device interrupts (sched.Options.BlockingWait): for
 // measuring what polling costs and gives.

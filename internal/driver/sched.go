@@ -27,6 +27,9 @@ func newScheduler(dev backend.Device, opts Options) (*sched.Scheduler, error) {
 		// rings poll for the next request ($GPUOS_RING_SPIN; none on one CPU).
 		so.Spin = ring.DefaultSpin()
 	}
+	if so.Yield == nil && os.Getenv(GoschedEnv) != "1" {
+		so.Yield = ring.Yield
+	}
 	al := opts.Audit
 	next := so.OnEject // the policy engine's (policy.go)
 	so.OnEject = func(policy string, err error) {

@@ -41,3 +41,6 @@ func futexWait(w *atomic.Uint32, val uint32, d time.Duration) {
 func futexWake(*atomic.Uint32) {}
 
 func osYield() { runtime.Gosched() }
+
+// Yield is osYield for other packages' poll loops.
+func Yield() { osYield() }

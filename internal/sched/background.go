@@ -2,7 +2,6 @@ package sched
 
 import (
 	"fmt"
-	"runtime"
 	"time"
 )
 
@@ -110,7 +109,7 @@ func (s *Scheduler) poll(seen uint64, next int64) bool {
 				return true
 			}
 		}
-		runtime.Gosched()
+		s.opts.Yield()
 	}
 }
 

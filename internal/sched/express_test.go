@@ -1,6 +1,7 @@
 package sched_test
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -211,5 +212,37 @@ func TestHighFirst(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestYieldOption: a synchronizer polling for another goroutine to issue
+// its queue's command calls Options.Yield between looks (the driver passes
+// ring.Yield, which keeps the goroutine on its thread).
+func TestYieldOption(t *testing.T) {
+	var yields atomic.Int64
+	s := newSched(t, sched.Options{Device: &fakeDevice{}, Spin: time.Second, Yield: func() { yields.Add(1) }})
+	q := newQueue(t, s, sched.QueueParams{Tenant: "a", Session: 1, Depth: 8})
+	ctx := tctx(t)
+	st := newFakeStream(true)
+	stuck, release := make(chan struct{}), make(chan struct{})
+	go q.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: st, Issue: func() error {
+		close(stuck)
+		<-release
+		return st.op()
+	}})
+	<-stuck
+	waited := make(chan error, 1)
+	go func() {
+		_, err := q.WaitIssued(ctx, nil)
+		waited <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); yields.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("WaitIssued did not call Options.Yield while it polled")
+		}
+	}
+	close(release)
+	if err := <-waited; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -87,6 +87,12 @@ type Options struct {
 	// another goroutine to issue the queue's work before it sleeps (default
 	// 0: both sleep at once).
 	Spin time.Duration
+	// Yield is what those polls call between two looks (default
+	// runtime.Gosched). The driver passes ring.Yield, a sched_yield that
+	// keeps the goroutine on its P: with Gosched, a service's synchronize
+	// polling for its launch to be issued handed its P to the best-effort
+	// tenants' goroutines under load.
+	Yield func()
 	// NoExpress turns the express lane off (express.go): a high-class
 	// command then waits for the dispatch token like any other. For
 	// measuring what the lane gives.
@@ -126,6 +132,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Fallback == "" {
 		o.Fallback = DefaultPolicy
+	}
+	if o.Yield == nil {
+		o.Yield = runtime.Gosched
 	}
 	if o.TenantInFlight <= 0 {
 		o.TenantInFlight = DefaultTenantInFlight
@@ -665,7 +674,7 @@ func (q *Queue) WaitIssued(ctx context.Context, streams []backend.Stream) ([]bac
 		// one — does not also wait for its goroutine to be woken.
 		s.mu.Unlock()
 		for start := time.Now(); !q.settled.Load() && ctx.Err() == nil && time.Since(start) < s.opts.Spin; {
-			runtime.Gosched()
+			s.opts.Yield()
 		}
 		s.mu.Lock()
 	}
