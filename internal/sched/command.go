@@ -87,7 +87,8 @@ const (
 	// dispatcher goroutine, so that submitting the next command and issuing
 	// this one run on two threads; a submitter whose burst ends calls
 	// Queue.Flush, or a synchronizing call (WaitIssued, Wait) issues what is
-	// left itself.
+	// left itself. A high-class tenant's submitter issues its command
+	// itself all the same (see Options.NoHighFirst).
 	Batched
 	// Small: the command is launches of at most a wave of the device each
 	// (the driver's joined small launches), whose measured time on a stream

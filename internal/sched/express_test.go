@@ -246,3 +246,33 @@ func TestYieldOption(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestHighClassNotBatched: a high-class tenant's Batched command is issued
+// by its submitter before Submit returns, not left to the dispatcher
+// goroutine (whose issue a synchronize behind it would wait for).
+func TestHighClassNotBatched(t *testing.T) {
+	s := newSched(t, sched.Options{Device: &fakeDevice{}})
+	if err := s.Use("priority"); err != nil {
+		t.Fatal(err)
+	}
+	for name, class := range map[string]sched.Class{"be": sched.ClassLow, "service": sched.ClassHigh} {
+		if err := s.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := tctx(t)
+	svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 1, Depth: 8})
+	for i := range 20 {
+		issued := false
+		st := newFakeStream(true)
+		if err := svc.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: st, Flags: sched.Batched, Issue: func() error { issued = true; return st.op() }}); err != nil {
+			t.Fatal(err)
+		}
+		if !issued { // written before Submit returned, on this goroutine
+			t.Fatalf("submission %d: the service's Batched command was not issued by its submitter\n%s", i, s.Dump())
+		}
+		if err := svc.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -99,8 +99,9 @@ type Options struct {
 	NoExpress bool
 	// NoHighFirst makes a high-class submitter that takes the dispatch
 	// token dispatch in the usual order, other tenants' markers and batch
-	// ends first, up to the submit budget (express.go, runForLocked). For
-	// measuring what issuing the high class first gives.
+	// ends first, up to the submit budget (express.go, runForLocked), and
+	// leave its Batched commands to the dispatcher goroutine as other
+	// classes do. For measuring what issuing the high class first gives.
 	NoHighFirst bool
 	// BlockingWait makes the completion waiters sleep until the device
 	// interrupts (CUDA's blocking-sync events) rather than poll for their
@@ -623,10 +624,14 @@ func (q *Queue) Submit(ctx context.Context, c *Command) error {
 		ev := SubmitEvent{Tenant: t.id, Engine: e, Session: q.session, Cost: s.cost(c, e, 0)}
 		s.hookLocked(func(p Policy) error { return p.OnSubmit(&s.host, ev) })
 	}
-	if c.Flags&Batched != 0 {
+	if c.Flags&Batched != 0 && (t.class() < ClassHigh || s.opts.NoHighFirst) {
 		// Leave it to the dispatcher goroutine: wake it once a second
 		// command waits (a lone one is issued by Flush or a synchronizing
-		// call, sooner than a wake-up would).
+		// call, sooner than a wake-up would). Not a high-class command: a
+		// service's launch with its synchronize already behind it on the
+		// ring was issued by the dispatcher goroutine, and the synchronize
+		// waited for that goroutine's issue and bookkeeping, 20-55 µs of its
+		// P99 under load (bench/RESULTS.md, runs 42-43); it issues its own.
 		s.gen.Add(1)
 		if !s.dispatching && !s.bgAwake.Load() && q.queued >= 2 {
 			s.kick()
