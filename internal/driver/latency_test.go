@@ -27,8 +27,8 @@ func TestLaunchLatencyStages(t *testing.T) {
 	}
 	f.s.waitLaunchDones()
 	f.s.latency.mu.Lock()
-	n := len(f.s.latency.stamps)
-	for _, st := range f.s.latency.stamps {
+	n := f.s.latency.stamps.n
+	for _, st := range f.s.latency.stamps.all() {
 		if st.recv.IsZero() || st.issue0.Before(st.recv) || st.issue1.Before(st.issue0) || st.synced.Before(st.issue1) || st.done.Before(st.synced) {
 			t.Errorf("stamps out of order: %+v", st)
 		}
@@ -129,5 +129,23 @@ func TestStallTrace(t *testing.T) {
 	}
 	if tr.written != 1 {
 		t.Errorf("%d stalls written, want 1", tr.written)
+	}
+}
+
+// TestChunked: the latency log's list keeps every value in order across
+// chunks, and no more than latencyMax.
+func TestChunked(t *testing.T) {
+	var c chunked[int]
+	for i := range latencyMax + 10 {
+		c.add(i)
+	}
+	all := c.all()
+	if len(all) != latencyMax || c.n != latencyMax {
+		t.Fatalf("kept %d (n %d), want %d", len(all), c.n, latencyMax)
+	}
+	for i, v := range all {
+		if v != i {
+			t.Fatalf("value %d is %d", i, v)
+		}
 	}
 }
