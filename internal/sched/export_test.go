@@ -87,3 +87,9 @@ func (eng *engineState) unaccounted() bool {
 // BackgroundAsleep reports whether the background goroutine is waiting to
 // be woken.
 func (s *Scheduler) BackgroundAsleep() bool { return !s.bgAwake.Load() }
+
+// Lock takes the scheduler's lock until the returned function is called.
+func (s *Scheduler) Lock() (unlock func()) {
+	s.mu.Lock()
+	return s.mu.Unlock
+}

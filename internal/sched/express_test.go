@@ -276,3 +276,29 @@ func TestHighClassNotBatched(t *testing.T) {
 		}
 	}
 }
+
+// TestFlushSettled: Flush on a queue with nothing queued or being issued
+// returns without the scheduler's lock (a service's serving goroutine calls
+// it at every request).
+func TestFlushSettled(t *testing.T) {
+	s := newSched(t, sched.Options{Device: &fakeDevice{}})
+	q := newQueue(t, s, sched.QueueParams{Tenant: "a", Session: 1, Depth: 8})
+	ctx := tctx(t)
+	st := newFakeStream(true)
+	if err := q.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: st, Issue: st.op}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.WaitIssued(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	unlock := s.Lock()
+	flushed := make(chan struct{})
+	go func() { q.Flush(); close(flushed) }()
+	select {
+	case <-flushed:
+	case <-time.After(10 * time.Second):
+		unlock()
+		t.Fatal("Flush of a settled queue waited for the scheduler's lock")
+	}
+	unlock()
+}

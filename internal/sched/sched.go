@@ -647,6 +647,13 @@ func (q *Queue) Submit(ctx context.Context, c *Command) error {
 // submissions left for the dispatcher goroutine, unless a dispatcher is at
 // work: a submitter calls it when its burst ends.
 func (q *Queue) Flush() {
+	// Nothing queued or being issued (the submitter sees its own
+	// submissions unsettle the queue): no need for the scheduler's lock,
+	// which a service's serving goroutine otherwise took twice a request,
+	// waiting 22 µs on average when other tenants held it (run 44).
+	if q.settled.Load() {
+		return
+	}
 	s := q.s
 	s.mu.Lock()
 	if q.queued > 0 && !s.dispatching && !s.bgAwake.Load() {
