@@ -326,7 +326,7 @@ func (s *Scheduler) issueMarkerLocked(sq *streamQ) {
 	c.state = cmdIssued
 	q.inflight++
 	q.issuing++
-	sq.dirty = true
+	q.markDirty(sq)
 	q.st.QueueDelay += time.Duration(max(s.clk-c.queued, 0))
 	s.mu.Unlock()
 	var err error
@@ -398,7 +398,7 @@ func (s *Scheduler) issueLocked(a *action) {
 	}
 	c.pending++
 	q.issuing++
-	sq.dirty = true
+	q.markDirty(sq)
 	te.inflight++
 	te.dispatched++
 	te.inflightCost += cost

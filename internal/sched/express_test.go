@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuos/gpuos/internal/backend"
 	"github.com/gpuos/gpuos/internal/sched"
 )
 
@@ -277,9 +278,10 @@ func TestHighClassNotBatched(t *testing.T) {
 	}
 }
 
-// TestFlushSettled: Flush on a queue with nothing queued or being issued
-// returns without the scheduler's lock (a service's serving goroutine calls
-// it at every request).
+// TestFlushSettled: Flush and WaitIssued on a queue with nothing queued or
+// being issued return without the scheduler's lock (a service's serving
+// goroutine calls them at every request), WaitIssued with the streams
+// issued to since it last looked, once.
 func TestFlushSettled(t *testing.T) {
 	s := newSched(t, sched.Options{Device: &fakeDevice{}})
 	q := newQueue(t, s, sched.QueueParams{Tenant: "a", Session: 1, Depth: 8})
@@ -301,4 +303,31 @@ func TestFlushSettled(t *testing.T) {
 		t.Fatal("Flush of a settled queue waited for the scheduler's lock")
 	}
 	unlock()
+
+	st2 := newFakeStream(true)
+	if err := q.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: st2, Issue: st2.op}); err != nil {
+		t.Fatal(err) // issued by this goroutine before Submit returns: settled
+	}
+	unlock = s.Lock()
+	got := make(chan []backend.Stream, 1)
+	go func() {
+		streams, err := q.WaitIssued(ctx, nil)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- streams
+	}()
+	select {
+	case streams := <-got:
+		if len(streams) != 1 || streams[0] != backend.Stream(st2) {
+			t.Errorf("WaitIssued returned %v, want the one stream issued to", streams)
+		}
+	case <-time.After(10 * time.Second):
+		unlock()
+		t.Fatal("WaitIssued of a settled queue waited for the scheduler's lock")
+	}
+	unlock()
+	if streams, err := q.WaitIssued(ctx, nil); err != nil || len(streams) != 0 {
+		t.Errorf("WaitIssued again = %v, %v; want no streams", streams, err)
+	}
 }

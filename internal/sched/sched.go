@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -491,6 +492,13 @@ type Queue struct {
 	// settled: nothing was queued or being issued at the latest change (a
 	// hint that WaitIssued polls without the lock; it decides under it).
 	settled atomic.Bool
+	// shut mirrors closed for WaitIssued's lock-free look.
+	shut atomic.Bool
+	// dirtyMu guards the streams' dirty flags and dirtyList, the streams
+	// with commands issued since WaitIssued last looked: a synchronizer
+	// whose queue is settled takes them without the scheduler's lock.
+	dirtyMu   sync.Mutex
+	dirtyList []*streamQ
 }
 
 // QueueStats are a queue's counters.
@@ -672,6 +680,12 @@ func (q *Queue) Flush() {
 // yet — Wait waits for that too. A synchronizing call that only needs the
 // device to be done thus spares the completion tracking's hand-offs.
 func (q *Queue) WaitIssued(ctx context.Context, streams []backend.Stream) ([]backend.Stream, error) {
+	// Settled (what the caller submitted was issued, and marked its
+	// streams before it settled the queue): no need for the scheduler's
+	// lock, which other tenants' goroutines hold often under load.
+	if q.settled.Load() && !q.shut.Load() && ctx.Err() == nil {
+		return q.takeDirty(streams), nil
+	}
 	s := q.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -711,15 +725,43 @@ func (q *Queue) WaitIssued(ctx context.Context, streams []backend.Stream) ([]bac
 	case ctx.Err() != nil:
 		return streams, fmt.Errorf("wait for issue: %w", ctx.Err())
 	}
-	for _, sq := range q.streams {
-		if sq.dirty {
-			sq.dirty = false
-			if sq.st != nil {
-				streams = append(streams, sq.st)
-			}
-		}
+	return q.takeDirty(streams), nil
+}
+
+// markDirty notes that a command was issued to sq.
+func (q *Queue) markDirty(sq *streamQ) {
+	q.dirtyMu.Lock()
+	if !sq.dirty {
+		sq.dirty = true
+		q.dirtyList = append(q.dirtyList, sq)
 	}
-	return streams, nil
+	q.dirtyMu.Unlock()
+}
+
+// takeDirty appends the backend streams issued to since the last call to
+// streams, and forgets them.
+func (q *Queue) takeDirty(streams []backend.Stream) []backend.Stream {
+	q.dirtyMu.Lock()
+	for i, sq := range q.dirtyList {
+		sq.dirty = false
+		if sq.st != nil {
+			streams = append(streams, sq.st)
+		}
+		q.dirtyList[i] = nil
+	}
+	q.dirtyList = q.dirtyList[:0]
+	q.dirtyMu.Unlock()
+	return streams
+}
+
+// forgetDirty drops sq, whose stream is being destroyed, from the list.
+func (q *Queue) forgetDirty(sq *streamQ) {
+	q.dirtyMu.Lock()
+	if sq.dirty {
+		sq.dirty = false
+		q.dirtyList = slices.DeleteFunc(q.dirtyList, func(x *streamQ) bool { return x == sq })
+	}
+	q.dirtyMu.Unlock()
 }
 
 // settledLocked wakes WaitIssued once nothing of the queue is queued or
@@ -783,6 +825,7 @@ func (q *Queue) Close() {
 		return
 	}
 	q.closed = true
+	q.shut.Store(true)
 	t := q.t
 	t.removeQueue(q)
 	var dropped, finished []*Command
@@ -855,6 +898,7 @@ func (s *Scheduler) Forget(st backend.Stream) {
 	for _, t := range s.tenants {
 		for _, q := range t.queues {
 			if sq := q.streams[st]; sq != nil && sq.len() == 0 && sq.tail == nil {
+				q.forgetDirty(sq)
 				delete(q.streams, st)
 				if q.last == sq {
 					q.last = nil
@@ -910,7 +954,7 @@ type streamQ struct {
 	inActive bool
 	tail     *point // issued commands not yet covered by a completion event
 	inTails  bool
-	dirty    bool // commands were issued since WaitIssued last looked
+	dirty    bool // commands were issued since WaitIssued last looked (q.dirtyMu)
 }
 
 func (sq *streamQ) len() int { return len(sq.cmds) - sq.head }
