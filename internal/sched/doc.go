@@ -31,8 +31,12 @@
 // for milliseconds, so a high-class command whose submitter finds the token
 // taken does not wait for it: if the policy picks its tenant with no turn to
 // take and no slicing (priority and fifo do), the submitter issues it itself,
-// the express lane (express.go), while the holder issues nothing else. For each engine the policy
-// picks among the tenants that have a ready command and room: each tenant
+// the express lane (express.go), while the holder issues nothing else; one
+// that finds the token free issues the high class's commands first and
+// leaves the rest to the background goroutine, and its commands are never
+// left Batched for another goroutine to issue. A synchronizer whose queue
+// is settled takes the streams to synchronize without the lock. For each
+// engine the policy picks among the tenants that have a ready command and room: each tenant
 // may have TenantInFlight commands in flight per engine, and the device
 // Lookahead (estimated GPU time, or bytes, in flight) keeps decisions late,
 // so newly arrived urgent work waits for little that is already queued in
