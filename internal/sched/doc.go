@@ -36,11 +36,11 @@
 // leaves the rest to the background goroutine, and its commands are never
 // left Batched for another goroutine to issue. A synchronizer whose queue
 // is settled takes the streams to synchronize without the lock. For each
-// engine the policy picks among the tenants that have a ready command and room: each tenant
-// may have TenantInFlight commands in flight per engine, and the device
-// Lookahead (estimated GPU time, or bytes, in flight) keeps decisions late,
-// so newly arrived urgent work waits for little that is already queued in
-// hardware. The look-ahead is counted per class: a tenant
+// engine the policy picks among the tenants that have a ready command and
+// room: each tenant may have TenantInFlight commands in flight per engine,
+// and the device Lookahead (estimated GPU time, or bytes, in flight) keeps
+// decisions late, so newly arrived urgent work waits for little that is
+// already queued in hardware. The look-ahead is counted per class: a tenant
 // has room while the work in flight of its class and the classes above it is
 // under it, so best-effort work never takes the room of a higher class's
 // command. A policy may ask for a sliceable kernel to be issued in slices

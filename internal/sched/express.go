@@ -23,10 +23,12 @@ package sched
 // High first. A high-class submitter that finds the token free takes it,
 // issues the high class's commands that the express lane would, and hands
 // the rest (other tenants' markers, batch ends, commands) to the background
-// goroutine rather than issuing it in nextLocked's order first: on the
-// H100 under load, its synchronize found its launch not yet issued for up
-// to 30 µs at P99 (3% of requests; alone 2.5 µs), behind the best-effort
-// tenants' driver calls on its own goroutine (bench/RESULTS.md, run 41).
+// goroutine rather than issuing it in nextLocked's order first: other
+// tenants' driver calls, which can block for milliseconds, then never run on
+// the service's goroutine between its request and its next. (On the H100
+// the service's P99 tail under load came mostly from its Batched launches,
+// which Submit no longer leaves to another goroutine for the high class:
+// bench/RESULTS.md, runs 41-45.)
 
 // expressLocked issues high-class commands while another goroutine holds
 // the dispatch token, as long as the policy picks them, and returns how many

@@ -489,8 +489,10 @@ type Queue struct {
 	issued           *sync.Cond // WaitIssued: nothing queued or being issued
 	lowWater         int        // a full queue takes submissions again from here
 	st               QueueStats
-	// settled: nothing was queued or being issued at the latest change (a
-	// hint that WaitIssued polls without the lock; it decides under it).
+	// settled: nothing was queued or being issued at the latest change.
+	// Its submitter sees its own submissions unsettle it, so Flush and
+	// WaitIssued trust it without the lock when it is set; unset, WaitIssued
+	// polls it and decides under the lock.
 	settled atomic.Bool
 	// shut mirrors closed for WaitIssued's lock-free look.
 	shut atomic.Bool
@@ -639,7 +641,7 @@ func (q *Queue) Submit(ctx context.Context, c *Command) error {
 		// service's launch with its synchronize already behind it on the
 		// ring was issued by the dispatcher goroutine, and the synchronize
 		// waited for that goroutine's issue and bookkeeping, 20-55 µs of its
-		// P99 under load (bench/RESULTS.md, runs 42-43); it issues its own.
+		// P99 under load (bench/RESULTS.md, runs 41-45); it issues its own.
 		s.gen.Add(1)
 		if !s.dispatching && !s.bgAwake.Load() && q.queued >= 2 {
 			s.kick()
