@@ -1,6 +1,7 @@
 package sched_test
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,39 +32,19 @@ func TestExpressLane(t *testing.T) {
 		{"priority/off", "priority", true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSched(t, sched.Options{Device: &fakeDevice{}, NoExpress: tc.off})
-			if err := s.Use(tc.policy); err != nil {
-				t.Fatal(err)
-			}
-			for name, class := range map[string]sched.Class{"be": sched.ClassLow, "service": sched.ClassHigh} {
-				if err := s.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			s := newServiceSched(t, sched.Options{Device: &fakeDevice{}, NoExpress: tc.off}, tc.policy)
 			be := newQueue(t, s, sched.QueueParams{Tenant: "be", Session: 1, Depth: 8})
 			be2 := newQueue(t, s, sched.QueueParams{Tenant: "be", Session: 2, Depth: 8})
 			svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 3, Depth: 8})
 			ctx := tctx(t)
-			stuck, release := make(chan struct{}), make(chan struct{})
-			released := false
-			unstick := func() {
-				if !released {
-					released = true
-					close(release)
-				}
-			}
-			defer unstick()
+			g := newGate(t)
 			beSt, svcSt := newFakeStream(true), newFakeStream(true)
 			// Tracked (as a best-effort kernel of 20 µs or more is): an open
 			// batch of another stream's untracked commands keeps the
 			// express lane out, as its end event would time the service too.
-			slow := &sched.Command{Kind: sched.Compute, Stream: beSt, Flags: sched.Sync, Issue: func() error {
-				close(stuck)
-				<-release
-				return beSt.op()
-			}}
+			slow := &sched.Command{Kind: sched.Compute, Stream: beSt, Flags: sched.Sync, Issue: g.then(beSt.op)}
 			go be.Submit(ctx, slow) // its submitter dispatches, and blocks in Issue
-			<-stuck
+			<-g.stuck
 
 			issued := make(chan struct{})
 			c := &sched.Command{Kind: sched.Compute, Stream: svcSt, Issue: func() error { close(issued); return svcSt.op() }}
@@ -93,7 +74,7 @@ func TestExpressLane(t *testing.T) {
 				t.Error("a best-effort command went ahead of the stuck dispatch")
 			case <-time.After(50 * time.Millisecond):
 			}
-			unstick()
+			g.open()
 			for _, ch := range []chan struct{}{issued, other} {
 				select {
 				case <-ch:
@@ -126,15 +107,7 @@ func TestHighFirst(t *testing.T) {
 		{"off", true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSched(t, sched.Options{Device: &fakeDevice{}, NoHighFirst: tc.off})
-			if err := s.Use("priority"); err != nil {
-				t.Fatal(err)
-			}
-			for name, class := range map[string]sched.Class{"be": sched.ClassLow, "service": sched.ClassHigh} {
-				if err := s.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			s := newServiceSched(t, sched.Options{Device: &fakeDevice{}, NoHighFirst: tc.off}, "priority")
 			be := newQueue(t, s, sched.QueueParams{Tenant: "be", Session: 1, Depth: 8})
 			svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 2, Depth: 8})
 			ctx := tctx(t)
@@ -144,27 +117,15 @@ func TestHighFirst(t *testing.T) {
 				}
 			}
 			time.Sleep(5 * time.Millisecond) // parked, not between its last checks
-			stuck, release := make(chan struct{}), make(chan struct{})
-			released := false
-			unstick := func() {
-				if !released {
-					released = true
-					close(release)
-				}
-			}
-			defer unstick()
+			g := newGate(t)
 			beSt, svcSt := newFakeStream(true), newFakeStream(true)
 			// Batched and alone: left queued for a dispatcher to come by.
-			marker := &sched.Command{Kind: sched.Marker, Stream: beSt, Flags: sched.Batched, Issue: func() error {
-				close(stuck)
-				<-release
-				return nil
-			}}
+			marker := &sched.Command{Kind: sched.Marker, Stream: beSt, Flags: sched.Batched, Issue: g.then(func() error { return nil })}
 			if err := be.Submit(ctx, marker); err != nil {
 				t.Fatal(err)
 			}
 			select {
-			case <-stuck:
+			case <-g.stuck:
 				t.Skip("the background goroutine took the marker before the service came (a race this test cannot rule out)")
 			case <-time.After(20 * time.Millisecond):
 			}
@@ -190,7 +151,7 @@ func TestHighFirst(t *testing.T) {
 				}
 				// The marker is the background goroutine's now.
 				select {
-				case <-stuck:
+				case <-g.stuck:
 				case <-time.After(10 * time.Second):
 					t.Fatalf("the marker was left undispatched\n%s", s.Dump())
 				}
@@ -198,9 +159,9 @@ func TestHighFirst(t *testing.T) {
 				if tc.wantFirst {
 					t.Fatalf("the service's Submit waited for another tenant's marker\n%s", s.Dump())
 				}
-				<-stuck // its own goroutine is in the marker's call
+				<-g.stuck // its own goroutine is in the marker's call
 			}
-			unstick()
+			g.open()
 			if !returned {
 				if err := <-submitted; err != nil {
 					t.Fatal(err)
@@ -225,13 +186,9 @@ func TestYieldOption(t *testing.T) {
 	q := newQueue(t, s, sched.QueueParams{Tenant: "a", Session: 1, Depth: 8})
 	ctx := tctx(t)
 	st := newFakeStream(true)
-	stuck, release := make(chan struct{}), make(chan struct{})
-	go q.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: st, Issue: func() error {
-		close(stuck)
-		<-release
-		return st.op()
-	}})
-	<-stuck
+	g := newGate(t)
+	go q.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: st, Issue: g.then(st.op)})
+	<-g.stuck
 	waited := make(chan error, 1)
 	go func() {
 		_, err := q.WaitIssued(ctx, nil)
@@ -242,7 +199,7 @@ func TestYieldOption(t *testing.T) {
 			t.Fatal("WaitIssued did not call Options.Yield while it polled")
 		}
 	}
-	close(release)
+	g.open()
 	if err := <-waited; err != nil {
 		t.Fatal(err)
 	}
@@ -252,15 +209,7 @@ func TestYieldOption(t *testing.T) {
 // by its submitter before Submit returns, not left to the dispatcher
 // goroutine (whose issue a synchronize behind it would wait for).
 func TestHighClassNotBatched(t *testing.T) {
-	s := newSched(t, sched.Options{Device: &fakeDevice{}})
-	if err := s.Use("priority"); err != nil {
-		t.Fatal(err)
-	}
-	for name, class := range map[string]sched.Class{"be": sched.ClassLow, "service": sched.ClassHigh} {
-		if err := s.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := newServiceSched(t, sched.Options{Device: &fakeDevice{}}, "priority")
 	ctx := tctx(t)
 	svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 1, Depth: 8})
 	for i := range 20 {
@@ -329,5 +278,46 @@ func TestFlushSettled(t *testing.T) {
 	unlock()
 	if streams, err := q.WaitIssued(ctx, nil); err != nil || len(streams) != 0 {
 		t.Errorf("WaitIssued again = %v, %v; want no streams", streams, err)
+	}
+}
+
+// newServiceSched is a scheduler under policy with two tenants, "be" of the
+// low class and "service" of the high one.
+func newServiceSched(t *testing.T, o sched.Options, policy string) *sched.Scheduler {
+	t.Helper()
+	s := newSched(t, o)
+	if err := s.Use(policy); err != nil {
+		t.Fatal(err)
+	}
+	for name, class := range map[string]sched.Class{"be": sched.ClassLow, "service": sched.ClassHigh} {
+		if err := s.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// gate stands for a driver call that blocks: an Issue made by then closes
+// stuck when it is entered and returns once open is called (at the latest
+// when the test ends).
+type gate struct {
+	stuck, release chan struct{}
+	once           sync.Once
+}
+
+func newGate(t *testing.T) *gate {
+	g := &gate{stuck: make(chan struct{}), release: make(chan struct{})}
+	t.Cleanup(g.open)
+	return g
+}
+
+func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
+
+// then is an Issue that blocks at the gate, then calls op.
+func (g *gate) then(op func() error) func() error {
+	return func() error {
+		close(g.stuck)
+		<-g.release
+		return op()
 	}
 }
