@@ -338,7 +338,7 @@ func (s *Session) submitWait(ctx context.Context, c *sched.Command) error {
 	if err := s.submit(ctx, c); err != nil {
 		return err
 	}
-	err := s.settle(ctx)
+	err := s.settle(ctx, nil)
 	select {
 	case derr := <-done: // it failed to issue, or settle waited for its tracking
 		return derr
@@ -356,11 +356,12 @@ func (s *Session) submitWait(ctx context.Context, c *sched.Command) error {
 // an error does settle wait for the tracking too, so that the error reaches
 // the commands' Done, and the deferred error, exactly as it would have.
 // Other tenants' streams are never synchronized: they share the context.
-// Called on the serving goroutine.
-func (s *Session) settle(ctx context.Context) error {
+// Called on the serving goroutine. With issuedAt, it stamps there when the
+// session's commands were all issued (the latency log's syncStamps).
+func (s *Session) settle(ctx context.Context, issuedAt *time.Time) error {
 	streams, err := s.queue.WaitIssued(ctx, s.syncStreams[:0])
-	if s.settledAt != nil {
-		*s.settledAt = time.Now()
+	if issuedAt != nil {
+		*issuedAt = time.Now()
 	}
 	defer func() {
 		clear(streams)
@@ -1069,11 +1070,11 @@ func (s *Session) fenceElapsed(m *v1.FenceElapsed) (v1.Message, error) {
 
 func (s *Session) synchronize(ctx context.Context, m *v1.Synchronize) error {
 	var st syncStamps
+	var issuedAt *time.Time // where settle stamps the commands issued
 	if s.latency != nil {
 		st.recv = time.Now()
-		s.settledAt = &st.issued
+		issuedAt = &st.issued
 		defer func() {
-			s.settledAt = nil
 			st.synced = time.Now()
 			s.latency.addSync(st)
 		}()
@@ -1082,7 +1083,7 @@ func (s *Session) synchronize(ctx context.Context, m *v1.Synchronize) error {
 	if err != nil {
 		return err
 	}
-	if err := s.settle(ctx); err != nil {
+	if err := s.settle(ctx, issuedAt); err != nil {
 		return fmt.Errorf("synchronize: %w", err)
 	}
 	if m.Stream != 0 {

@@ -252,7 +252,7 @@ func (s *Session) stagedCopy(ctx context.Context, m *v1.StagedCopy) error {
 	if err := s.submit(ctx, c); err != nil {
 		return err
 	}
-	err = s.settle(ctx)
+	err = s.settle(ctx, nil)
 	select {
 	case derr := <-done: // it failed to issue, or settle waited for its tracking
 		if derr != nil {

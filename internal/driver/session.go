@@ -61,7 +61,6 @@ type Session struct {
 	joinBlocks  uint64           // the largest grid (in blocks) of a launch that may join others
 	joinFixed   int              // launches a command may carry, if fixed ($GPUOS_LAUNCH_JOIN); 0: joinLimit decides
 	latency     *latencyRec      // launch latency stages ($GPUOS_LATENCY_LOG); nil: off
-	settledAt   *time.Time       // with latency: where settle stamps its commands issued
 	syncStreams []backend.Stream // settle's scratch
 }
 
