@@ -10,8 +10,7 @@ import "golang.org/x/sys/unix"
 func osYield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
 
 // Yield is osYield for other packages' poll loops: unlike runtime.Gosched,
-// which hands the goroutine's P to any other runnable goroutine (and, under
-// load, can leave the poller waiting behind them for tens of
-// microseconds), it keeps the goroutine where it is and lets the kernel run
-// another thread on this CPU if one is waiting.
+// which lets any other runnable goroutine have the goroutine's P first, it
+// keeps the goroutine where it is and lets the kernel run another thread on
+// this CPU if one is waiting.
 func Yield() { osYield() }

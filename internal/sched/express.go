@@ -25,10 +25,10 @@ package sched
 // the rest (other tenants' markers, batch ends, commands) to the background
 // goroutine rather than issuing it in nextLocked's order first: other
 // tenants' driver calls, which can block for milliseconds, then never run on
-// the service's goroutine between its request and its next. (On the H100
-// the service's P99 tail under load came mostly from its Batched launches,
-// which Submit no longer leaves to another goroutine for the high class:
-// bench/RESULTS.md, runs 41-45.)
+// the service's goroutine between its request and its next. (By itself it
+// did not shorten the service's wait for its launch on the H100, run 42;
+// what did is that Submit no longer leaves the high class's Batched
+// commands to another goroutine: bench/RESULTS.md, runs 41-45.)
 
 // expressLocked issues high-class commands while another goroutine holds
 // the dispatch token, as long as the policy picks them, and returns how many

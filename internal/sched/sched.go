@@ -90,9 +90,9 @@ type Options struct {
 	Spin time.Duration
 	// Yield is what those polls call between two looks (default
 	// runtime.Gosched). The driver passes ring.Yield, a sched_yield that
-	// keeps the goroutine on its P: with Gosched, a service's synchronize
-	// polling for its launch to be issued handed its P to the best-effort
-	// tenants' goroutines under load.
+	// keeps the goroutine on its P: Gosched lets any other runnable
+	// goroutine run first, those of the best-effort tenants under load
+	// included, while a service's synchronize polls for its launch.
 	Yield func()
 	// NoExpress turns the express lane off (express.go): a high-class
 	// command then waits for the dispatch token like any other. For
@@ -640,8 +640,9 @@ func (q *Queue) Submit(ctx context.Context, c *Command) error {
 		// call, sooner than a wake-up would). Not a high-class command: a
 		// service's launch with its synchronize already behind it on the
 		// ring was issued by the dispatcher goroutine, and the synchronize
-		// waited for that goroutine's issue and bookkeeping, 20-55 µs of its
-		// P99 under load (bench/RESULTS.md, runs 41-45); it issues its own.
+		// waited for that goroutine's issue and bookkeeping: 20-34 µs at
+		// P99 under load against 1-4 alone (bench/RESULTS.md, runs 41-45).
+		// It issues its own.
 		s.gen.Add(1)
 		if !s.dispatching && !s.bgAwake.Load() && q.queued >= 2 {
 			s.kick()
@@ -659,8 +660,9 @@ func (q *Queue) Submit(ctx context.Context, c *Command) error {
 func (q *Queue) Flush() {
 	// Nothing queued or being issued (the submitter sees its own
 	// submissions unsettle the queue): no need for the scheduler's lock,
-	// which a service's serving goroutine otherwise took twice a request,
-	// waiting 22 µs on average when other tenants held it (run 44).
+	// which a service's serving goroutine otherwise took twice a request
+	// (the lock's contended waits at Flush averaged 22 µs in run 44's
+	// mutex profile).
 	if q.settled.Load() {
 		return
 	}
