@@ -641,7 +641,7 @@ func (q *Queue) Submit(ctx context.Context, c *Command) error {
 		// service's launch with its synchronize already behind it on the
 		// ring was issued by the dispatcher goroutine, and the synchronize
 		// waited for that goroutine's issue and bookkeeping: 20-34 µs at
-		// P99 under load against 1-4 alone (bench/RESULTS.md, runs 41-45).
+		// P99 under load against 1.5-4.4 alone (bench/RESULTS.md, runs 41-45).
 		// It issues its own.
 		s.gen.Add(1)
 		if !s.dispatching && !s.bgAwake.Load() && q.queued >= 2 {
