@@ -69,6 +69,7 @@ func Run(t *testing.T, b backend.Backend, opts Options) {
 		{"CrossStreamWait", s.testCrossStreamWait},
 		{"Events", s.testEvents},
 		{"Callbacks", s.testCallbacks},
+		{"Fences", s.testFences},
 		{"StreamLifecycle", s.testStreamLifecycle},
 		{"Concurrent", s.testConcurrent},
 		{"InvalidImages", s.testInvalidImages},

@@ -2,11 +2,14 @@ package backendtest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/backend"
@@ -273,4 +276,57 @@ func (s *suite) worker(w int, G uint64) (err error) {
 		}
 	}
 	return st.Synchronize()
+}
+
+// A fence (backend.Fencer, optional) is reached once the work before it has
+// completed and its results are visible, in the order fences were enqueued;
+// a destroyed stream's fence reports false.
+func (s *suite) testFences(t *testing.T) {
+	d := s.dev
+	st := newStream(t, d)
+	fr, ok := st.(backend.Fencer)
+	if !ok {
+		t.Skip("the backend's streams have no fences")
+	}
+	const n = 16 << 20
+	a, b := alloc(t, d, n), alloc(t, d, n)
+	out := allocHost(t, d, 4096)
+	for round := uint32(1); round <= 3; round++ {
+		must(t, st.Memset(a, 0x5e0000+round, 4, n/4))
+		must(t, st.CopyDtoD(b, a, n))
+		first, err := fr.Fence()
+		must(t, err)
+		must(t, st.CopyDtoH(out.Bytes(), b)) // pinned: asynchronous, so only the fence says it landed
+		second, err := fr.Fence()
+		must(t, err)
+		deadline := time.Now().Add(10 * time.Second)
+		for !second.Reached() {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: fence not reached in 10 s", round)
+			}
+			runtime.Gosched()
+		}
+		if !first.Reached() {
+			t.Fatalf("round %d: the second fence was reached before the first", round)
+		}
+		if got := binary.LittleEndian.Uint32(out.Bytes()); got != 0x5e0000+round {
+			t.Fatalf("round %d: after the fence the copy's result is %#x, want %#x", round, got, 0x5e0000+round)
+		}
+		if done, err := st.Query(); !done || err != nil {
+			t.Fatalf("round %d: Query after the fence = %v, %v; want true, nil", round, done, err)
+		}
+	}
+	last, err := fr.Fence()
+	must(t, err)
+	must(t, st.Synchronize())
+	if !last.Reached() {
+		t.Fatal("a fence is not reached after Synchronize")
+	}
+	other := newStream(t, d)
+	must(t, other.Destroy())
+	if f, ok := other.(backend.Fencer); ok {
+		if fe, err := f.Fence(); err == nil || fe != nil {
+			t.Fatalf("Fence on a destroyed stream = %v, %v; want an error", fe, err)
+		}
+	}
 }

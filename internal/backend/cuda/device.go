@@ -39,6 +39,7 @@ type Device struct {
 	hostAllocs map[*hostMem]struct{}
 	callbacks  map[*callback]struct{} // enqueued, not yet run
 	partitions map[*partition]struct{}
+	fences     fencePool
 }
 
 var _ backend.Device = (*Device)(nil)

@@ -133,6 +133,7 @@ _Static_assert(offsetof(CUdevResource, sm) == 96, "CUdevResource.sm");
 	X(cuStreamSynchronize, (CUstream)) \
 	X(cuStreamWaitEvent, (CUstream, CUevent, unsigned int)) \
 	X(cuStreamAddCallback, (CUstream, CUstreamCallback, void *, unsigned int)) \
+	X(cuStreamWriteValue32_v2, (CUstream, CUdeviceptr, unsigned int, unsigned int)) \
 	X(cuLaunchKernel, (CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, CUstream, void **, void **)) \
 	X(cuMemcpyHtoDAsync_v2, (CUdeviceptr, const void *, size_t, CUstream)) \
 	X(cuMemcpyDtoHAsync_v2, (void *, CUdeviceptr, size_t, CUstream)) \
@@ -683,6 +684,14 @@ static CUresult gpuos_event_record(gpuos_ctx *c, CUevent e, CUstream s) {
 	return GPUOS_CALL(c->lib, cuEventRecord, e, s);
 }
 
+// gpuos_stream_write_value32 enqueues a write of v to addr once the
+// stream's earlier work completed; flags 0 keeps the memory barrier, so that
+// work's writes are visible first.
+static CUresult gpuos_stream_write_value32(gpuos_ctx *c, CUstream s, CUdeviceptr addr, unsigned v) {
+	USE(c);
+	return GPUOS_CALL(c->lib, cuStreamWriteValue32_v2, s, addr, v, 0);
+}
+
 static CUresult gpuos_stream_wait(gpuos_ctx *c, CUstream s, CUevent e) {
 	USE(c);
 	return GPUOS_CALL(c->lib, cuStreamWaitEvent, s, e, 0);
@@ -1144,6 +1153,10 @@ func (c *dctx) eventDestroy(e hEvent) cuda.CUresult {
 
 func (c *dctx) eventRecord(e hEvent, s hStream) cuda.CUresult {
 	return cuda.CUresult(C.gpuos_event_record(c.p, e, s))
+}
+
+func (c *dctx) streamWriteValue32(s hStream, addr uint64, v uint32) cuda.CUresult {
+	return cuda.CUresult(C.gpuos_stream_write_value32(c.p, s, C.CUdeviceptr(addr), C.uint(v)))
 }
 
 func (c *dctx) streamWait(s hStream, e hEvent) cuda.CUresult {

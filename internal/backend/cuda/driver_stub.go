@@ -114,6 +114,7 @@ func (*dctx) eventCreate(uint32) (hEvent, cuda.CUresult)                { return
 func (*dctx) eventDestroy(hEvent) cuda.CUresult                         { return notLoaded }
 func (*dctx) eventRecord(hEvent, hStream) cuda.CUresult                 { return notLoaded }
 func (*dctx) streamWait(hStream, hEvent) cuda.CUresult                  { return notLoaded }
+func (*dctx) streamWriteValue32(hStream, uint64, uint32) cuda.CUresult  { return notLoaded }
 func (*dctx) eventQuery(hEvent) cuda.CUresult                           { return notLoaded }
 func (*dctx) eventSync(hEvent) cuda.CUresult                            { return notLoaded }
 func (*dctx) eventElapsed(hEvent, hEvent) (float32, cuda.CUresult)      { return 0, notLoaded }

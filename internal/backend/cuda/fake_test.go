@@ -137,6 +137,56 @@ func TestFakeMissingEntryPoint(t *testing.T) {
 	}
 }
 
+// A stream's fences write its word; a destroyed stream's word, its last
+// fence reached, goes to the next stream, which counts on from its value.
+// Without cuStreamWriteValue32_v2, Fence is Unsupported and names it.
+func TestFakeFences(t *testing.T) {
+	_, d := openFakeDevice(t)
+	st, err := d.NewStream(0)
+	must(t, err)
+	s := st.(*stream)
+	for i := 1; i <= 3; i++ {
+		f, err := s.Fence()
+		must(t, err)
+		if !f.Reached() { // the fake runs work at once
+			t.Fatalf("fence %d not reached", i)
+		}
+	}
+	word, seq := s.fences.word, s.fences.seq
+	if seq != 3 || word.host.Load() != 3 {
+		t.Fatalf("after 3 fences: seq %d, word %d", seq, word.host.Load())
+	}
+	f, err := s.Fence()
+	must(t, err)
+	must(t, st.Destroy())
+	if f.Reached() {
+		t.Fatal("a destroyed stream's fence reports reached")
+	}
+	st2, err := d.NewStream(0)
+	must(t, err)
+	s2 := st2.(*stream)
+	f2, err := s2.Fence()
+	must(t, err)
+	if s2.fences.word.dptr != word.dptr || s2.fences.seq != 5 || !f2.Reached() {
+		t.Fatalf("second stream: word %#x seq %d (first's word %#x), reached %v; want the word reused, seq 5",
+			s2.fences.word.dptr, s2.fences.seq, word.dptr, f2.Reached())
+	}
+	must(t, d.Close()) // one open device per process
+
+	t.Setenv(LibraryEnv, fakeLib(t, "nowrite"))
+	b, err := Open()
+	must(t, err)
+	nd, err := b.open(0)
+	must(t, err)
+	defer nd.Close()
+	nst, err := nd.NewStream(0)
+	must(t, err)
+	defer nst.Destroy()
+	if _, err := nst.(backend.Fencer).Fence(); !errors.Is(err, backend.ErrUnsupported) || !strings.Contains(err.Error(), "cuStreamWriteValue32_v2") {
+		t.Fatalf("Fence without cuStreamWriteValue32_v2 = %v", err)
+	}
+}
+
 // fakePTX loads on the fake driver, which knows kernels by name.
 const fakePTX = ".version 9.0\n.target sm_90\n.visible .entry vecadd() { ret; }\n"
 
@@ -459,6 +509,7 @@ func checkFault(t *testing.T, b *Backend, image, kernel string) {
 		"Query":          func() error { _, err := st.Query(); return err }(),
 		"Event.Query":    func() error { _, err := ev.Query(); return err }(),
 		"Function":       func() error { _, err := m.Function(kernel); return err }(),
+		"Fence":          func() error { _, err := st.(backend.Fencer).Fence(); return err }(),
 		"stream Destroy": st.Destroy(),
 	} {
 		if !errors.Is(err, backend.ErrContextLost) || v1.ResultOf(err) != v1.ResultOf(syncErr) {

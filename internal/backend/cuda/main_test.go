@@ -44,6 +44,7 @@ var fakeVariants = map[string][]string{
 	"shim":     {"-DFAKE_SHIM"},
 	"noretain": {"-DFAKE_NO_RETAIN"},
 	"noglobal": {"-DFAKE_NO_GLOBAL"},
+	"nowrite":  {"-DFAKE_NO_WRITE_VALUE"},
 }
 
 var fakeBuild struct {

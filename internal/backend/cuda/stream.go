@@ -17,6 +17,7 @@ type stream struct {
 	priority int
 	part     *partition // the green context it was created in; nil: the whole device
 	live     liveness   // Destroy and Close end it
+	fences   streamFences
 }
 
 var _ backend.Stream = (*stream)(nil)
@@ -334,6 +335,7 @@ func (s *stream) Destroy() error {
 	delete(d.streams, s)
 	d.mu.Unlock()
 	err := d.fail("destroy stream", d.c.streamDestroy(s.h))
+	s.releaseFence()
 	if s.part != nil {
 		s.part.streamGone()
 	}

@@ -45,6 +45,7 @@ const (
 	cmdRecord
 	cmdWait
 	cmdCallback
+	cmdFence
 	cmdHold // tests: hold the stream until a channel closes
 )
 
@@ -325,8 +326,8 @@ func (s *Stream) do(c *cmd) error {
 			return d.fault(fmt.Errorf("copy device to device: source: %w", err))
 		}
 		copySegments(dsts, srcs)
-	case cmdRecord:
-		// An event carries the stream's first error up to it, so that
+	case cmdRecord, cmdFence:
+		// An event (and a fence) carries the stream's first error up to it, so that
 		// waiting on the event reports failed work as CUDA does.
 		return s.firstError()
 	case cmdMemset:
@@ -558,6 +559,43 @@ func (s *Stream) Callback(fn func(error)) error {
 		return fmt.Errorf("callback: nil function: %w", backend.ErrInvalidArgument)
 	}
 	return s.enqueue(&cmd{kind: cmdCallback, callback: fn}, noEngine, nil)
+}
+
+var _ backend.Fencer = (*Stream)(nil)
+
+// Fence enqueues a marker after the stream's work so far
+// (backend.Fencer): it is reached once that work completed without error.
+func (s *Stream) Fence() (backend.Fence, error) {
+	if err := s.d.check(); err != nil {
+		return nil, err
+	}
+	c := &cmd{kind: cmdFence}
+	if err := s.enqueue(c, noEngine, nil); err != nil {
+		return nil, err
+	}
+	return &fence{d: s.d, c: c}, nil
+}
+
+// fence is a sim stream's marker.
+type fence struct {
+	d *Device
+	c *cmd
+}
+
+// Reached reports whether the marker's command ran without an earlier
+// error on its stream. A host that saw it reached is synchronized with the
+// stream up to the marker, as after Query.
+func (f *fence) Reached() bool {
+	select {
+	case <-f.c.done:
+	default:
+		return false
+	}
+	if f.c.err != nil {
+		return false
+	}
+	f.d.raiseFloor(f.c.end)
+	return true
 }
 
 func (s *Stream) lastCmd() (*cmd, error) {

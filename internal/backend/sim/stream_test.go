@@ -712,3 +712,48 @@ func TestConcurrentStreams(t *testing.T) {
 	}
 	must(t, d.Synchronize())
 }
+
+// A fence is reached only once the stream ran up to it, and never after
+// failed work: the stream's Query reports the failure instead.
+func TestFence(t *testing.T) {
+	d := openTest(t, Options{Granularity: G, Memory: 16 * G, NonFatalFaults: true})
+	_, fns := loadTest(t, d)
+	s := newStream(t, d)
+	gate := make(chan struct{})
+	must(t, s.hold(gate))
+	f, err := s.Fence()
+	must(t, err)
+	time.Sleep(10 * time.Millisecond)
+	if f.Reached() {
+		t.Fatal("fence reached while the stream is held before it")
+	}
+	close(gate)
+	for deadline := time.Now().Add(5 * time.Second); !f.Reached(); {
+		if time.Now().After(deadline) {
+			t.Fatal("fence not reached once the stream ran")
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	must(t, s.Launch(fns["poke"], grid1(1, 1), ptrParam(8))) // faults, not fatally
+	after, err := s.Fence()
+	must(t, err)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		done, qerr := s.Query()
+		if qerr != nil {
+			if !errors.Is(qerr, ErrIllegalAddress) {
+				t.Fatalf("Query after the fault = %v", qerr)
+			}
+			break
+		}
+		if done || time.Now().After(deadline) {
+			t.Fatalf("Query = %v, nil after a faulting launch", done)
+		}
+	}
+	if err := s.Synchronize(); !errors.Is(err, ErrIllegalAddress) {
+		t.Fatalf("Synchronize after the fault = %v", err)
+	}
+	if after.Reached() {
+		t.Fatal("a fence after failed work was reached")
+	}
+}

@@ -22,7 +22,8 @@
 //
 // Build variants: -DFAKE_SHIM exports gpuos_shim_version (gpuos's own shim);
 // -DFAKE_NO_RETAIN leaves out cuDevicePrimaryCtxRetain (a core entry point);
-// -DFAKE_NO_GLOBAL leaves out cuModuleGetGlobal_v2 (an optional one). Environment at call
+// -DFAKE_NO_GLOBAL leaves out cuModuleGetGlobal_v2 (an optional one);
+// -DFAKE_NO_WRITE_VALUE leaves out cuStreamWriteValue32_v2 (fences). Environment at call
 // time: FAKECUDA_NO_DEVICE=1 makes cuInit fail with CUDA_ERROR_NO_DEVICE,
 // FAKECUDA_ZERO_DEVICES=1 makes the device count 0, FAKECUDA_FLAGS_FILE names
 // a file cuDevicePrimaryCtxSetFlags_v2 writes the flags it was given to.
@@ -351,7 +352,7 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
 
 CUresult cuMemHostAlloc(void **p, size_t size, unsigned flags) {
 	CTX;
-	if (flags != 1) return INVALID_VALUE;
+	if (flags != 1 && flags != 3) return INVALID_VALUE; /* portable, and device-mapped */
 	*p = calloc(1, size);
 	return *p ? OK : OUT_OF_MEMORY;
 }
@@ -565,6 +566,16 @@ CUresult cuGreenCtxStreamCreate(void **s, struct green *g, unsigned flags, int p
 }
 CUresult cuStreamQuery(void *s) { (void)s; CTX; return OK; }
 CUresult cuStreamSynchronize(void *s) { (void)s; CTX; return OK; }
+#ifndef FAKE_NO_WRITE_VALUE
+/* Work runs at once here, so the write lands before the call returns. */
+CUresult cuStreamWriteValue32_v2(void *s, CUdeviceptr addr, unsigned v, unsigned flags) {
+	(void)s;
+	CTX;
+	if (flags || (addr & 3)) return INVALID_VALUE;
+	__atomic_store_n((unsigned *)(uintptr_t)addr, v, __ATOMIC_RELEASE);
+	return OK;
+}
+#endif
 CUresult cuStreamWaitEvent(void *s, void *e, unsigned flags) { (void)s; (void)e; CTX; return flags ? INVALID_VALUE : OK; }
 
 struct cbcall { CUstreamCallback cb; void *s; void *user; CUresult status; };
