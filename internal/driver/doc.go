@@ -33,7 +33,11 @@
 // to end; sliced launches on such streams size their waves by the
 // partition's SMs. A high-class session's rings poll for HighClassSpin on
 // both sides, so that a service submitting every millisecond never waits
-// for a sleeping thread. Both are decided when the stream or ring is made.
+// for a sleeping thread; its synchronizing calls wait for its streams by
+// polling fences (backend.Fencer: a word of host memory the GPU writes once
+// the work before it completed) for as long, with no driver call until the
+// fence is reached, then block in the driver if it was not (fence.go). All
+// three are decided when the stream or ring is made.
 //
 // Environment, for measuring on a GPU (all optional; the defaults are what
 // the benchmarks on the lent H100 chose): $GPUOS_LAUNCH_JOIN (1 to 8) fixes
@@ -54,6 +58,8 @@
 // $GPUOS_SCHED_LOWPOLL how often those of the low class query (a
 // duration, or off: sched.Options.LowClassPoll);
 // $GPUOS_HEDGE=1 turns on hedged serving of high-class sessions;
+// $GPUOS_SYNC_FENCE=0 makes their synchronizing calls block in the driver
+// instead of polling fences;
 // $GPUOS_HIGH_NICE serves each high-class session on a thread of that nice
 // value. The cuda backend reads $GPUOS_CUDA_SCHED (how
 // the driver's synchronizing calls wait) and $GPUOS_CUDA_SLOW_LOG (driver

@@ -338,7 +338,7 @@ func (s *Session) submitWait(ctx context.Context, c *sched.Command) error {
 	if err := s.submit(ctx, c); err != nil {
 		return err
 	}
-	err := s.settle(ctx, nil)
+	err := s.settle(ctx, nil, nil)
 	select {
 	case derr := <-done: // it failed to issue, or settle waited for its tracking
 		return derr
@@ -349,19 +349,21 @@ func (s *Session) submitWait(ctx context.Context, c *sched.Command) error {
 
 // settle returns once the work the session submitted so far has completed
 // on the device. It waits for the scheduler only until that work is issued
-// (issuing it on this goroutine when the scheduler is idle), then
-// synchronizes the session's own streams that got work: no completion event
-// to wait for, no hand-off to the completion tracker and back. The tracking
-// (accounting, Done callbacks) follows on its own. Only if a stream reports
-// an error does settle wait for the tracking too, so that the error reaches
-// the commands' Done, and the deferred error, exactly as it would have.
-// Other tenants' streams are never synchronized: they share the context.
-// Called on the serving goroutine. With issuedAt, it stamps there when the
-// session's commands were all issued (the latency log's syncStamps).
-func (s *Session) settle(ctx context.Context, issuedAt *time.Time) error {
+// (issuing it on this goroutine when the scheduler is idle), then waits for
+// the session's own streams that got work, and also, if not nil (a stream
+// synchronize names it): no completion event to wait for, no hand-off to
+// the completion tracker and back. A high-class session polls fences on
+// them, others synchronize them (awaitStreams). The tracking (accounting,
+// Done callbacks) follows on its own. Only if a stream reports an error does
+// settle wait for the tracking too, so that the error reaches the commands'
+// Done, and the deferred error, exactly as it would have. Other tenants'
+// streams are never synchronized: they share the context. Called on the
+// serving goroutine. With stamps, it notes there when the session's
+// commands were all issued and how it waited (the latency log's syncStamps).
+func (s *Session) settle(ctx context.Context, stamps *syncStamps, also backend.Stream) error {
 	streams, err := s.queue.WaitIssued(ctx, s.syncStreams[:0])
-	if issuedAt != nil {
-		*issuedAt = time.Now()
+	if stamps != nil {
+		stamps.issued = time.Now()
 	}
 	defer func() {
 		clear(streams)
@@ -370,13 +372,21 @@ func (s *Session) settle(ctx context.Context, issuedAt *time.Time) error {
 	if err != nil {
 		return fmt.Errorf("wait for device: %w", err)
 	}
-	for _, st := range streams {
-		if err := st.Synchronize(); err != nil {
-			s.d.check(err)
-			if err := s.queue.Wait(ctx); err != nil {
-				return fmt.Errorf("wait for device: %w", err)
-			}
-			return nil
+	named := also != nil && !slices.Contains(streams, also)
+	if named {
+		streams = append(streams, also)
+	}
+	how, err := s.awaitStreams(streams)
+	if stamps != nil {
+		stamps.how = how
+	}
+	if err != nil {
+		s.d.check(err)
+		if err := s.queue.Wait(ctx); err != nil {
+			return fmt.Errorf("wait for device: %w", err)
+		}
+		if named {
+			return err // perhaps the named stream's own, which no command carries
 		}
 	}
 	return nil
@@ -1070,10 +1080,10 @@ func (s *Session) fenceElapsed(m *v1.FenceElapsed) (v1.Message, error) {
 
 func (s *Session) synchronize(ctx context.Context, m *v1.Synchronize) error {
 	var st syncStamps
-	var issuedAt *time.Time // where settle stamps the commands issued
+	var stamps *syncStamps // where settle notes its stages
 	if s.latency != nil {
 		st.recv = time.Now()
-		issuedAt = &st.issued
+		stamps = &st
 		defer func() {
 			st.synced = time.Now()
 			s.latency.addSync(st)
@@ -1083,13 +1093,12 @@ func (s *Session) synchronize(ctx context.Context, m *v1.Synchronize) error {
 	if err != nil {
 		return err
 	}
-	if err := s.settle(ctx, issuedAt); err != nil {
-		return fmt.Errorf("synchronize: %w", err)
-	}
+	var also backend.Stream // the stream named, waited for even without new work
 	if m.Stream != 0 {
-		if err := so.st.Synchronize(); err != nil {
-			return err
-		}
+		also = so.st
+	}
+	if err := s.settle(ctx, stamps, also); err != nil {
+		return fmt.Errorf("synchronize: %w", err)
 	}
 	return s.takeDeferred()
 }

@@ -155,6 +155,7 @@ func (s *Session) openRing(m *v1.OpenRing) (v1.Message, []int, error) {
 		return nil, nil, fmt.Errorf("open rings: %w", err)
 	}
 	spin := s.d.ringSpin(s.tenant)
+	s.fencePoll.Store(int64(s.d.fencePoll(s.tenant)))
 	if err := s.hot.conn.UseRings(shm.Bytes(), sq, cq, ring.Options{Spin: spin}, func() { shm.Close() }); err != nil {
 		shm.Close()
 		return nil, nil, fmt.Errorf("open rings: %w", err)
@@ -252,7 +253,7 @@ func (s *Session) stagedCopy(ctx context.Context, m *v1.StagedCopy) error {
 	if err := s.submit(ctx, c); err != nil {
 		return err
 	}
-	err = s.settle(ctx, nil)
+	err = s.settle(ctx, nil, nil)
 	select {
 	case derr := <-done: // it failed to issue, or settle waited for its tracking
 		if derr != nil {

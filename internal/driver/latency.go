@@ -53,8 +53,11 @@ type launchStamps struct {
 
 // syncStamps are one stream synchronize's times: received, its commands
 // all issued (settle's WaitIssued returned), and the streams synchronized
-// (the reply follows).
-type syncStamps struct{ recv, issued, synced time.Time }
+// (the reply follows); and how it waited for them (waitedSync, ...).
+type syncStamps struct {
+	recv, issued, synced time.Time
+	how                  int
+}
 
 // latencyRec collects a session's stamps.
 type latencyRec struct {
@@ -220,7 +223,8 @@ func writeLatencyCSV(path, who string, stamps []launchStamps) {
 }
 
 // writeSyncCSV appends one row per stream synchronize: the session, then
-// its times in Unix ns (received, issued, synced).
+// its times in Unix ns (received, issued, synced), then how it waited for
+// the streams: 0 stream synchronize, 1 fences, 2 fences then synchronize.
 func writeSyncCSV(path, who string, syncs []syncStamps) {
 	if len(syncs) == 0 {
 		return
@@ -232,7 +236,7 @@ func writeSyncCSV(path, who string, syncs []syncStamps) {
 	defer f.Close()
 	var b []byte
 	for _, s := range syncs {
-		b = fmt.Appendf(b, "%q,%d,%d,%d\n", who, s.recv.UnixNano(), s.issued.UnixNano(), s.synced.UnixNano())
+		b = fmt.Appendf(b, "%q,%d,%d,%d,%d\n", who, s.recv.UnixNano(), s.issued.UnixNano(), s.synced.UnixNano(), s.how)
 	}
 	f.Write(b)
 }

@@ -71,17 +71,18 @@ func TestLaunchLatencyStages(t *testing.T) {
 			prev = v
 		}
 	}
-	// And the synchronize's: received, its commands issued, synced.
+	// And the synchronize's: received, its commands issued, synced, and how
+	// it waited (this session has no rings, so it does not poll fences).
 	syncCSV, err := os.ReadFile(path + ".sync.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
 	f2 := strings.Split(strings.TrimSpace(string(syncCSV)), ",")
-	if len(f2) != 4 || f2[0] != `"test"` {
-		t.Fatalf("sync CSV %q: want one row, the session and 3 times", syncCSV)
+	if len(f2) != 5 || f2[0] != `"test"` || f2[4] != "0" {
+		t.Fatalf("sync CSV %q: want one row, the session, 3 times and 0 (a stream synchronize)", syncCSV)
 	}
 	var prev int64
-	for _, x := range f2[1:] {
+	for _, x := range f2[1:4] {
 		v, err := strconv.ParseInt(x, 10, 64)
 		if err != nil || v <= 0 || v < prev {
 			t.Errorf("sync row %q: times not increasing", syncCSV)

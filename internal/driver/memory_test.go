@@ -60,6 +60,15 @@ func (d *watchDevice) NewStream(priority int) (backend.Stream, error) {
 	return &watchStream{Stream: st, w: d.w}, nil
 }
 
+// Fence passes the inner stream's fences through (high-class sessions
+// poll them).
+func (s *watchStream) Fence() (backend.Fence, error) {
+	if fr, ok := s.Stream.(backend.Fencer); ok {
+		return fr.Fence()
+	}
+	return nil, backend.ErrUnsupported
+}
+
 func (s *watchStream) Launch(f backend.Function, cfg backend.LaunchConfig, params []byte) error {
 	s.w.mu.Lock()
 	s.w.running[s]++

@@ -62,6 +62,8 @@ type Session struct {
 	joinFixed   int              // launches a command may carry, if fixed ($GPUOS_LAUNCH_JOIN); 0: joinLimit decides
 	latency     *latencyRec      // launch latency stages ($GPUOS_LATENCY_LOG); nil: off
 	syncStreams []backend.Stream // settle's scratch
+	fences      []backend.Fence  // awaitStreams' scratch
+	fencePoll   atomic.Int64     // how long synchronizing calls poll fences (fencePoll), set when the rings open
 }
 
 func (d *Driver) newSession(p *v1.AttachSession, t *tenantState) (*Session, error) {

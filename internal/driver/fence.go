@@ -1,0 +1,108 @@
+package driver
+
+import (
+	"os"
+	"time"
+
+	"github.com/gpuos/gpuos/internal/backend"
+	"github.com/gpuos/gpuos/internal/ring"
+	"github.com/gpuos/gpuos/internal/sched"
+)
+
+// SyncFenceEnv, set to "0", makes a high-class session's synchronizing calls
+// block in the driver's stream synchronize, as every other session's do,
+// instead of polling fences: kept for comparing the two on a GPU.
+const SyncFenceEnv = "GPUOS_SYNC_FENCE"
+
+// fencePoll is how long a session of tenant t polls the fences of its
+// synchronizing calls before it blocks in the driver instead (0: it does not
+// poll). A high-class session polls as long as its rings do: its serving
+// thread is polling anyway. Under other tenants' load, cuStreamSynchronize
+// on the service's stream returned late (bench/RESULTS.md, run 41: issued ->
+// synchronized p99 34 µs alone, 47.5 µs loaded, with the GPU's own part
+// unchanged, run 22); a fence is read from host memory, with no driver call
+// and no driver lock.
+func (d *Driver) fencePoll(t *tenantState) time.Duration {
+	if os.Getenv(SyncFenceEnv) == "0" || d.sched.TenantClass(t.name) != sched.ClassHigh {
+		return 0
+	}
+	return HighClassSpin
+}
+
+// How a synchronizing call waited for its streams (the latency log's
+// sync rows say it).
+const (
+	waitedSync      = iota // the driver's stream synchronize
+	waitedFence            // fences polled
+	waitedFenceLong        // fences polled, then the synchronize: longer than fencePoll
+)
+
+// fenceQuery is how often a fence poller asks the stream whether its work
+// failed (then the fence is never reached).
+const fenceQuery = 100 * time.Microsecond
+
+// awaitStreams returns once the work issued on streams has completed, or
+// with the first error a stream reports. A session that polls fences
+// (fencePoll) enqueues one on each stream and polls them for up to that
+// long, then synchronizes what is left; otherwise, or if a stream cannot
+// take a fence, it synchronizes each stream.
+func (s *Session) awaitStreams(streams []backend.Stream) (how int, err error) {
+	if poll := time.Duration(s.fencePoll.Load()); poll > 0 && len(streams) > 0 {
+		fences := s.fences[:0]
+		defer func() {
+			clear(fences)
+			s.fences = fences[:0]
+		}()
+		for _, st := range streams {
+			fr, ok := st.(backend.Fencer)
+			if !ok {
+				break
+			}
+			f, err := fr.Fence()
+			if err != nil {
+				break // synchronize instead, which reports a lost context
+			}
+			fences = append(fences, f)
+		}
+		if len(fences) == len(streams) {
+			return s.pollFences(streams, fences, poll)
+		}
+	}
+	for _, st := range streams {
+		if err := st.Synchronize(); err != nil {
+			return waitedSync, err
+		}
+	}
+	return waitedSync, nil
+}
+
+func (s *Session) pollFences(streams []backend.Stream, fences []backend.Fence, poll time.Duration) (int, error) {
+	start := time.Now()
+	query := fenceQuery
+	for i := 0; i < len(fences); {
+		if fences[i].Reached() {
+			i++
+			continue
+		}
+		waited := time.Since(start)
+		if waited >= poll {
+			s.d.fenceLong.Add(1)
+			for _, st := range streams[i:] {
+				if err := st.Synchronize(); err != nil {
+					return waitedFenceLong, err
+				}
+			}
+			return waitedFenceLong, nil
+		}
+		if waited >= query {
+			// Failed work: the fence is never reached, and Query says why.
+			query += fenceQuery
+			if _, err := streams[i].Query(); err != nil {
+				return waitedFence, err
+			}
+		}
+		ring.Yield()
+	}
+	s.d.fenced.Add(1)
+	return waitedFence, nil
+}

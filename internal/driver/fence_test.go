@@ -1,0 +1,160 @@
+package driver
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "github.com/gpuos/gpuos/api/v1"
+	"github.com/gpuos/gpuos/internal/backend"
+	"github.com/gpuos/gpuos/internal/backend/sim"
+	"github.com/gpuos/gpuos/internal/sched"
+)
+
+// TestHighClassSyncPollsFences: a high-class session's synchronizing calls
+// (a synchronize, one naming a stream, a buffer read) poll fences and see
+// the work's results; a normal-class session's, and a high-class one's with
+// $GPUOS_SYNC_FENCE=0, synchronize the streams instead.
+func TestHighClassSyncPollsFences(t *testing.T) {
+	td := newDriverOn(t, sim.New(sim.Options{Memory: 256 << 20}), Options{Sched: sched.Options{Policy: "priority"}})
+	d := td.d
+	for name, class := range map[string]sched.Class{"hp": sched.ClassHigh, "nm": sched.ClassNormal} {
+		if err := d.sched.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	image, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kernels", "vecadd.ptx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// work runs vecadd in a session with rings, on the session's stream and
+	// on one it creates, and returns how many synchronizing calls polled
+	// fences meanwhile.
+	work := func(tenant string) uint64 {
+		t.Helper()
+		ts := td.session(tenant, 0)
+		ts.useRings()
+		before := d.fenced.Load() + d.fenceLong.Load()
+		var p v1.ProgramLoaded
+		ts.must(&v1.LoadProgram{Image: image, Name: "vecadd.ptx"}, &p)
+		var k v1.KernelInfo
+		ts.must(&v1.GetKernel{Program: p.Handle, Name: "vecadd"}, &k)
+		var sc v1.StreamCreated
+		ts.must(&v1.CreateStream{}, &sc)
+		const n = 1024
+		a, b := make([]byte, 4*n), make([]byte, 4*n)
+		for i := range n {
+			binary.LittleEndian.PutUint32(a[4*i:], math.Float32bits(float32(i)))
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(2*i)))
+		}
+		buf := ts.buffer(3*4*n, 0)
+		ts.must(&v1.BufferWrite{Buffer: buf.Handle, Data: a}, nil)
+		ts.must(&v1.BufferWrite{Buffer: buf.Handle, Offset: 4 * n, Data: b}, nil)
+		for round, stream := range []uint64{0, sc.Handle} {
+			ts.must(&v1.Memset{Dst: v1.Ref{Buffer: buf.Handle, Offset: 8 * n}, Value: 0, ElemSize: 4, Count: n, Stream: stream}, nil)
+			ts.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1}, Stream: stream,
+				Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}, nil)
+			ts.must(&v1.Synchronize{Stream: stream}, nil)
+			var out v1.Data
+			ts.must(&v1.BufferRead{Buffer: buf.Handle, Offset: 8 * n, Length: 4 * n}, &out)
+			for i := range n {
+				if got, want := math.Float32frombits(binary.LittleEndian.Uint32(out.Data[4*i:])), float32(3*i); got != want {
+					t.Fatalf("%s, round %d: c[%d] = %v after the synchronize, want %v", tenant, round, i, got, want)
+				}
+			}
+		}
+		return d.fenced.Load() + d.fenceLong.Load() - before
+	}
+	if got := work("hp"); got < 2 {
+		t.Errorf("high class: %d synchronizing calls polled fences, want at least the 2 synchronizes", got)
+	}
+	if got := work("nm"); got != 0 {
+		t.Errorf("normal class: %d synchronizing calls polled fences, want 0", got)
+	}
+	t.Setenv(SyncFenceEnv, "0")
+	if got := work("hp"); got != 0 {
+		t.Errorf("high class with %s=0: %d synchronizing calls polled fences, want 0", SyncFenceEnv, got)
+	}
+}
+
+// fenceStream is a stream whose fences and Query a test controls.
+type fenceStream struct {
+	backend.Stream
+	reached  atomic.Bool  // what its fences report
+	queryErr atomic.Value // error: what Query reports, if set
+	fenceErr error        // what Fence returns
+	syncs    atomic.Int32
+	queries  atomic.Int32
+}
+
+type testFence struct{ s *fenceStream }
+
+func (f testFence) Reached() bool { return f.s.reached.Load() }
+
+func (s *fenceStream) Fence() (backend.Fence, error) {
+	if s.fenceErr != nil {
+		return nil, s.fenceErr
+	}
+	return testFence{s}, nil
+}
+
+func (s *fenceStream) Query() (bool, error) {
+	s.queries.Add(1)
+	if err, ok := s.queryErr.Load().(error); ok {
+		return true, err
+	}
+	return false, nil
+}
+
+func (s *fenceStream) Synchronize() error {
+	s.syncs.Add(1)
+	if err, ok := s.queryErr.Load().(error); ok {
+		return err
+	}
+	return nil
+}
+
+// awaitStreams: fences reached end the wait with no driver synchronize;
+// work that fails is reported by Query while the poller waits; a fence not
+// reached within the poll gives way to a synchronize; a stream that cannot
+// take a fence is synchronized.
+func TestAwaitStreams(t *testing.T) {
+	errLost := errors.New("context lost")
+	tests := []struct {
+		name     string
+		poll     time.Duration
+		setup    func(a, b *fenceStream)
+		wantHow  int
+		wantErr  error
+		wantSync int32 // synchronizes of both streams together
+	}{
+		{"reached", time.Second, func(a, b *fenceStream) { a.reached.Store(true); b.reached.Store(true) }, waitedFence, nil, 0},
+		{"work fails while polling", time.Minute, func(a, b *fenceStream) {
+			a.reached.Store(true)
+			time.AfterFunc(5*time.Millisecond, func() { b.queryErr.Store(errLost) })
+		}, waitedFence, errLost, 0},
+		{"not reached in the poll", 3 * time.Millisecond, func(a, b *fenceStream) { a.reached.Store(true) }, waitedFenceLong, nil, 1},
+		{"no fence", time.Second, func(a, b *fenceStream) { a.reached.Store(true); b.fenceErr = backend.ErrUnsupported }, waitedSync, nil, 2},
+		{"not polling", 0, func(a, b *fenceStream) {}, waitedSync, nil, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &Session{d: &Driver{}}
+			s.fencePoll.Store(int64(tt.poll))
+			a, b := &fenceStream{}, &fenceStream{}
+			tt.setup(a, b)
+			how, err := s.awaitStreams([]backend.Stream{a, b})
+			if how != tt.wantHow || !errors.Is(err, tt.wantErr) {
+				t.Errorf("awaitStreams = %d, %v; want %d, %v", how, err, tt.wantHow, tt.wantErr)
+			}
+			if got := a.syncs.Load() + b.syncs.Load(); got != tt.wantSync {
+				t.Errorf("%d stream synchronizes, want %d", got, tt.wantSync)
+			}
+		})
+	}
+}
