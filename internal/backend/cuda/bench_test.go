@@ -96,6 +96,30 @@ func BenchmarkLaunchSync(b *testing.B) {
 	}
 }
 
+// BenchmarkLaunchFence: as BenchmarkLaunchSync, but the host waits by
+// polling a fence (backend.Fencer) instead of cuStreamSynchronize: the wait a
+// high-class session's synchronizing calls use.
+func BenchmarkLaunchFence(b *testing.B) {
+	for _, bt := range benchTargets(b, true) {
+		b.Run(bt.name, func(b *testing.B) {
+			d := bt.open(b)
+			f, s := bt.empty(b, d), benchStream(b, d)
+			fr := s.(backend.Fencer)
+			for b.Loop() {
+				if err := s.Launch(f, one, nil); err != nil {
+					b.Fatal(err)
+				}
+				fe, err := fr.Fence()
+				if err != nil {
+					b.Fatal(err)
+				}
+				for !fe.Reached() {
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkStreamSyncIdle: synchronizing a stream with nothing to do
 // (native: 1.37 µs).
 func BenchmarkStreamSyncIdle(b *testing.B) {

@@ -1,11 +1,13 @@
 package cuda
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/abi/cuda"
@@ -21,6 +23,47 @@ import (
 // fatbins, the sm_90 cubin) against its CPU reference.
 func TestGPUConformance(t *testing.T) {
 	backendtest.Run(t, gpu(t), backendtest.Options{SASS: true})
+}
+
+// A fence enqueued behind a running kernel is not reached before the kernel
+// ends, and once reached the stream has nothing left to do.
+func TestGPUFenceWaitsForKernel(t *testing.T) {
+	_, d := gpuDevice(t)
+	m, err := d.LoadModule(readTestdata(t, "kernels/bench.ptx"))
+	must(t, err)
+	defer m.Unload()
+	spin, err := m.Function("spin") // spin(ns, counter): spins ns on %globaltimer, then counts itself
+	must(t, err)
+	counter := allocFake(t, d, 4)
+	st, err := d.NewStream(0)
+	must(t, err)
+	defer st.Destroy()
+	for round := range 3 {
+		must(t, st.Memset(counter, 0, 4, 1))
+		params := binary.LittleEndian.AppendUint64(nil, uint64(200*time.Millisecond))
+		params = binary.LittleEndian.AppendUint64(params, uint64(counter))
+		must(t, st.Launch(spin, backend.LaunchConfig{Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}}, params))
+		f, err := st.(backend.Fencer).Fence()
+		must(t, err)
+		if f.Reached() {
+			t.Fatalf("round %d: fence reached while a 200 ms kernel runs", round)
+		}
+		polls := 0
+		for deadline := time.Now().Add(10 * time.Second); !f.Reached(); polls++ {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: fence not reached in 10 s", round)
+			}
+		}
+		if done, err := st.Query(); !done || err != nil {
+			t.Fatalf("round %d: Query once the fence was reached = %v, %v; want done", round, done, err)
+		}
+		out := make([]byte, 4)
+		must(t, st.CopyDtoH(out, counter))
+		if got := binary.LittleEndian.Uint32(out); got != 1 {
+			t.Fatalf("round %d: counter %d, want 1", round, got)
+		}
+		t.Logf("round %d: %d polls", round, polls)
+	}
 }
 
 // What the driver reports, for the record, and the facts gpuos relies on.
