@@ -59,8 +59,7 @@
 // duration, or off: sched.Options.LowClassPoll);
 // $GPUOS_HEDGE=1 turns on hedged serving of high-class sessions;
 // $GPUOS_SYNC_FENCE=0 makes their synchronizing calls block in the driver
-// instead of polling fences; $GPUOS_SERVE_YIELD how long a serving goroutine
-// runs before it yields after an answer (wire.Server.YieldAfter; 0: never);
+// instead of polling fences;
 // $GPUOS_HIGH_NICE serves each high-class session on a thread of that nice
 // value. The cuda backend reads $GPUOS_CUDA_SCHED (how
 // the driver's synchronizing calls wait) and $GPUOS_CUDA_SLOW_LOG (driver

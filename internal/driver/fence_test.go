@@ -158,19 +158,3 @@ func TestAwaitStreams(t *testing.T) {
 		})
 	}
 }
-
-// A session's serving goroutine yields to the Go scheduler after answers
-// (wire.Server.YieldAfter) every DefaultServeYield unless
-// $GPUOS_SERVE_YIELD says otherwise (read once per process, so only the
-// default is tested).
-func TestSessionsYieldAfterAnswers(t *testing.T) {
-	if os.Getenv(ServeYieldEnv) != "" {
-		t.Skipf("%s is set", ServeYieldEnv)
-	}
-	td := newTestDriver(t, 64<<20, Options{})
-	ts := td.session("a", 0)
-	if got := ts.s.server().YieldAfter; got != DefaultServeYield {
-		t.Fatalf("YieldAfter = %v, want %v", got, DefaultServeYield)
-	}
-	ts.must(&v1.Synchronize{}, nil) // and it serves
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -158,30 +157,10 @@ func (s *Session) server() *wire.Server {
 		Handle:   s.handleHot,
 		Deferred: func(req *wire.Request, err error) { s.deferError(err) },
 		// launch copies what it keeps of a Launch (its parameters).
-		Reuse:      func(t v1.Type) bool { return t == v1.TypeLaunch },
-		Hedge:      func() time.Duration { return s.d.hedge(s.tenant) },
-		YieldAfter: serveYield(),
+		Reuse: func(t v1.Type) bool { return t == v1.TypeLaunch },
+		Hedge: func() time.Duration { return s.d.hedge(s.tenant) },
 	}
 }
-
-// ServeYieldEnv sets wire.Server.YieldAfter for every session: a duration,
-// or 0 for none. The default is DefaultServeYield.
-const ServeYieldEnv = "GPUOS_SERVE_YIELD"
-
-// DefaultServeYield is how long a session's serving goroutine runs before it
-// yields to the Go scheduler after answering a request (wire.Server.YieldAfter):
-// well under the 10 ms after which the runtime preempts a goroutine that
-// polls its rings without blocking, so that it never has to.
-const DefaultServeYield = 2 * time.Millisecond
-
-var serveYield = sync.OnceValue(func() time.Duration {
-	if v := os.Getenv(ServeYieldEnv); v != "" {
-		if d, err := time.ParseDuration(v); err == nil && d >= 0 {
-			return d
-		}
-	}
-	return DefaultServeYield
-})
 
 // kill ends the session from outside (manager, guard violation, driver close).
 func (s *Session) kill() {

@@ -7,6 +7,3 @@ func SetHedgeWatchHook(f func(primary bool)) (unset func()) {
 	hedgeWatchHook.Store(&f)
 	return func() { hedgeWatchHook.Store(nil) }
 }
-
-// SetYield replaces runtime.Gosched for s's YieldAfter.
-func SetYield(s *Server, f func()) { s.yield = f }

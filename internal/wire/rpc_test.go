@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/wire"
@@ -579,59 +577,5 @@ func TestServeReuse(t *testing.T) {
 	}
 	if got[2].msg == got[3].msg {
 		t.Errorf("synchronizes (not reused) shared a message")
-	}
-}
-
-// With YieldAfter, a serving goroutine yields to the Go scheduler right
-// after answering a request that has a reply, once YieldAfter has passed
-// since it last did; never after a request without a reply.
-func TestServeYieldAfter(t *testing.T) {
-	tests := []struct {
-		name  string
-		after time.Duration
-		want  int
-	}{
-		{"every answer", time.Nanosecond, 4}, // Hello and three synchronizes
-		{"not yet due", time.Hour, 0},
-		{"off", 0, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			a, b := pair(t)
-			srv := &wire.Server{Endpoint: v1.EndpointDriver, YieldAfter: tt.after,
-				Handle: func(ctx context.Context, req *wire.Request) (v1.Message, []int, error) {
-					if _, ok := req.Msg.(*v1.Hello); ok {
-						return &v1.HelloReply{Major: v1.Major, Minor: v1.Minor}, nil, nil
-					}
-					return nil, nil, nil
-				}}
-			var yields atomic.Int32
-			wire.SetYield(srv, func() { yields.Add(1) })
-			done := make(chan error, 1)
-			go func() { done <- srv.Serve(context.Background(), b) }()
-			cl := wire.NewClient(a)
-			ctx := context.Background()
-			var hr v1.HelloReply
-			if err := cl.Call(ctx, v1.NewHello(v1.RoleClient, "", "test"), &hr); err != nil {
-				t.Fatal(err)
-			}
-			for range 3 {
-				for range 5 {
-					if err := cl.Send(&v1.Launch{Kernel: 1, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if err := cl.Call(ctx, &v1.Synchronize{}, nil); err != nil {
-					t.Fatal(err)
-				}
-			}
-			cl.Close()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-			if got := int(yields.Load()); got != tt.want {
-				t.Errorf("yielded %d times, want %d", got, tt.want)
-			}
-		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"runtime"
 	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
@@ -63,18 +62,6 @@ type Server struct {
 	// a second polling CPU while requests keep coming; for latency-critical
 	// sessions.
 	Hedge func() time.Duration
-	// YieldAfter, if positive, makes a serving goroutine that has run that
-	// long since it last yielded give the Go scheduler a turn
-	// (runtime.Gosched) right after it answered a request with none waiting
-	// behind it. A goroutine polling its rings does not block while requests
-	// keep coming, so the runtime preempts it after 10 ms of running, at
-	// whatever moment: a request that arrives then waits until a processor
-	// picks the goroutine up again, behind the goroutines queued there, which
-	// under load are many. Yielding first, when its client has just been
-	// answered, keeps that wait out of the requests.
-	YieldAfter time.Duration
-
-	yield func() // runtime.Gosched; tests count the calls
 }
 
 // Serve reads requests from c (a Conn, or a HotConn that may move onto
@@ -99,7 +86,7 @@ func (s *Server) Serve(ctx context.Context, c Transport) error {
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 
-	st := &serving{s: s, ctx: ctx, c: c, req: new(Request), dc: &decoding{}, yielded: time.Now()}
+	st := &serving{s: s, ctx: ctx, c: c, req: new(Request), dc: &decoding{}}
 	st.pending, _ = c.(interface{ Pending() bool })
 	st.recycler, _ = c.(interface{ Recycle() })
 	hc, _ := c.(hedgeable)
@@ -140,7 +127,6 @@ type serving struct {
 	greeted  bool
 	req      *Request
 	dc       *decoding
-	yielded  time.Time // when the serving goroutine last yielded (YieldAfter)
 }
 
 // step reads one request (waiting for it, or with try, only if one is
@@ -188,16 +174,6 @@ func (st *serving) step(try hedgeable) (ok, done bool, err error) {
 	}
 	if st.recycler != nil && s.Reuse != nil && s.Reuse(req.Header.Type) {
 		st.recycler.Recycle() // nothing keeps the frame now
-	}
-	if s.YieldAfter > 0 && !req.Header.NoReply() && !req.More {
-		if now := time.Now(); now.Sub(st.yielded) >= s.YieldAfter {
-			st.yielded = now
-			if s.yield != nil {
-				s.yield()
-			} else {
-				runtime.Gosched()
-			}
-		}
 	}
 	if fatal {
 		return true, true, fmt.Errorf("serve: handshake: %w", err)
