@@ -59,7 +59,8 @@
 // duration, or off: sched.Options.LowClassPoll);
 // $GPUOS_HEDGE=1 turns on hedged serving of high-class sessions;
 // $GPUOS_SYNC_FENCE=0 makes their synchronizing calls block in the driver
-// instead of polling fences;
+// instead of polling fences, and $GPUOS_SYNC_FENCE_SPIN sets how long
+// they poll before yielding the CPU between polls;
 // $GPUOS_HIGH_NICE serves each high-class session on a thread of that nice
 // value. The cuda backend reads $GPUOS_CUDA_SCHED (how
 // the driver's synchronizing calls wait) and $GPUOS_CUDA_SLOW_LOG (driver
