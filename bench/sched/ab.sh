@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# A/B of two daemon configurations on the service's latency (issue 6): per
+# round, each configuration gets a fresh daemon (reserve_sms, the priority
+# policy) running the interleaved scenario of run.sh traced: the service
+# for 2 x DUR seconds while two best-effort tenants idle and saturate by
+# turns of PHASE ms. Configurations alternate, ROUNDS times, so that the
+# host's drift falls on both. For each run it prints the service's
+# P50/P90/P99 in the alone and the loaded phases and where its time went
+# (schedbench stages).
+#
+#   A="X=1" B="GPUOS_SYNC_FENCE=0" bench/sched/ab.sh      (on the GPU machine)
+#
+# A and B are environment assignments for the daemon (X=1: none). Built as
+# for run.sh (bench/sched/build.sh, into .carry/bench-sched/). Environment:
+#   OUT=DIR     results, a directory per run (default /tmp/gpuos-sched-ab)
+#   ROUNDS=N    default 3;  DUR=S default 6;  PHASE=MS default 500;
+#   SETTLE=MS   default 25; RESERVE=N default 8; SMS=N default 132
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/gpuos-sched-ab}
+BIN=${BIN:-$PWD/.carry/bench-sched}
+A=${A:-X=1}
+B=${B:-X=1}
+ROUNDS=${ROUNDS:-3}
+DUR=${DUR:-6}
+WARM=2
+PHASE=${PHASE:-500}
+SETTLE=${SETTLE:-25}
+RESERVE=${RESERVE:-8}
+SMS=${SMS:-132}
+PTX=$PWD/testdata/kernels/bench.ptx
+HP=(--blocks 1 --threads 32 --ns 20000 --period 1000us)
+BE=(--blocks $((SMS * 16 * 20)) --threads 128 --ns 50000 --depth 4)
+IL=(--phase "${PHASE}ms" --settle "${SETTLE}ms")
+for f in "$BIN/gpuos" "$BIN/schedbench"; do
+	[[ -x $f ]] || { echo "missing $f: run bench/sched/build.sh where Go is" >&2; exit 1; }
+done
+mkdir -p "$OUT"
+sed "s/^reserve_sms:.*/reserve_sms: $RESERVE/" bench/sched/sched.yaml > "$OUT/sched.yaml"
+export GPUOS_SOCKET=$OUT/gpuos.sock
+start_in() { START=$(date -d "+$1 seconds" +%s.%N); }
+sb() { local tok=$1; shift; GPUOS_TOKEN=$tok timeout $((4 * DUR + 60)) "$BIN/schedbench" "$@" --ptx "$PTX" --duration "$((2 * DUR))s" --start-at "$START"; }
+
+one() { # NAME ENV
+	local name=$1 env=$2 o=$OUT/$1
+	rm -rf "$o"; mkdir -p "$o"
+	# shellcheck disable=SC2086 # ENV is a list of assignments
+	env GPUOS_LATENCY_LOG="$o/latency.log" GPUOS_STALL_TRACE= $env "$BIN/gpuos" serve --backend cuda \
+		--config "$OUT/sched.yaml" --socket "$GPUOS_SOCKET" > "$o/serve.log" 2>&1 &
+	local daemon=$!
+	for _ in $(seq 1 100); do GPUOS_TOKEN=hp "$BIN/gpuos" policy list > /dev/null 2>&1 && break; sleep 0.2; done
+	GPUOS_TOKEN=hp "$BIN/gpuos" policy use priority > /dev/null
+	start_in $WARM
+	sb be1 be "${BE[@]}" "${IL[@]}" --label il > "$o/be1.json" 2> "$o/be1.err" & local b1=$!
+	sb be2 be "${BE[@]}" "${IL[@]}" --label il > "$o/be2.json" 2> "$o/be2.err" & local b2=$!
+	sb hp hp "${HP[@]}" "${IL[@]}" --label interleaved --trace "$o/gpuos-hp-interleaved.trace.csv" > "$o/gpuos-hp-interleaved.json" 2> "$o/hp.err"
+	wait $b1 $b2
+	kill $daemon; wait $daemon 2> /dev/null || true
+	sleep 0.5
+	python3 - "$name" "$o" <<'PY'
+import json, sys
+name, o = sys.argv[1], sys.argv[2]
+r = json.load(open(o + "/gpuos-hp-interleaved.json")); a = r["alone"]
+print(f"{name:10s} P50/P90/P99 alone {a['p50_us']:.1f} {a['p90_us']:.1f} {a['p99_us']:.1f}  loaded {r['p50_us']:.1f} {r['p90_us']:.1f} {r['p99_us']:.1f}  ratio {r['p99_us']/a['p99_us']:.2f}")
+PY
+	"$BIN/schedbench" stages --phase "${PHASE}ms" --settle "${SETTLE}ms" "$o" | sed 's/^/    /'
+}
+
+echo "A: $A"
+echo "B: $B"
+for r in $(seq 1 "$ROUNDS"); do
+	one "A-$r" "$A"
+	one "B-$r" "$B"
+done

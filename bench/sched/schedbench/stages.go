@@ -1,0 +1,339 @@
+package main
+
+import (
+	"cmp"
+	"encoding/csv"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// schedbench stages DIR [LABEL]: where the service's time goes, request by
+// request, from a traced run (bench/sched/run.sh with TRACE=1, or ab.sh).
+// It joins three files of DIR:
+//
+//	gpuos-hp-LABEL.trace.csv  the client: launch called, synchronize returned, and the GPU's %globaltimer start and end of the kernel
+//	latency.log.csv           the daemon, per launch command: received, cuLaunchKernel called and returned, ...
+//	latency.log.sync.csv      the daemon, per synchronize: received, its commands issued, streams synchronized
+//
+// and prints each stage's p50/p90/p99 per phase group (for the interleaved
+// scenario, alone and loaded phases; else one group), then, among each
+// group's slowest 1%, which stage exceeded its own median the most.
+//
+// The GPU's clock is aligned to the host's by taking the soonest kernel
+// start of each 500 ms after its cuLaunchKernel was called as the launch
+// latency floor: a line through those minima (the clocks drift) gives the
+// offset. Stages that involve the GPU's times (I0->GS, GE->SS) are relative
+// to that floor: compare them between groups, not as absolute figures.
+
+// stageNames are the stages in the order of a request: L launch called
+// (client), R received (daemon), I0/I1 cuLaunchKernel called/returned, GS/GE
+// the kernel's start and end on the GPU, SR/SI synchronize received / its
+// commands issued, SS streams synchronized, C the client's synchronize
+// returned.
+var stageNames = []string{"total", "L->R", "R->I0", "I0->I1", "I0->GS", "GS->GE", "GE->SS", "SS->C", "R->SR", "SR->SI", "max(I1,SI)->SS"}
+
+// pathStages are the stages that make up total, one after the other (the
+// GPU may start the kernel before cuLaunchKernel returns, so I0->GS
+// overlaps I0->I1): the candidates for a slow request's worst stage.
+var pathStages = []string{"L->R", "R->I0", "I0->I1", "I0->GS", "GS->GE", "GE->SS", "SS->C"}
+
+// runStages parses the stages mode's flags and runs it.
+func runStages(args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("stages", flag.ContinueOnError)
+	label := fs.String("label", "interleaved", "the hp run's label: gpuos-hp-LABEL.trace.csv")
+	phase := fs.Duration("phase", 500*time.Millisecond, "the interleaved scenario's phase (0: one group)")
+	settle := fs.Duration("settle", 25*time.Millisecond, "an alone phase's first part that counts in neither group")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New("usage: schedbench stages [--label L --phase D --settle D] DIR")
+	}
+	return stages(fs.Arg(0), *label, *phase, *settle, w)
+}
+
+type traceRow struct{ launch, synced, gpuStart, gpuEnd int64 }
+
+// stampRow is one row of latency.log.csv or latency.log.sync.csv: the times
+// after the session's name.
+type stampRow []int64
+
+func stages(dir, label string, phase, settle time.Duration, w io.Writer) error {
+	tr, err := readTrace(filepath.Join(dir, "gpuos-hp-"+label+".trace.csv"))
+	if err != nil {
+		return err
+	}
+	launches, err := readStamps(filepath.Join(dir, "latency.log.csv"), "tenant hp", 3)
+	if err != nil {
+		return err
+	}
+	syncs, err := readStamps(filepath.Join(dir, "latency.log.sync.csv"), "tenant hp", 3)
+	if err != nil {
+		return err
+	}
+	groups, order := stageGroups(tr, launches, syncs, phase, settle)
+	fmt.Fprintf(w, "%s, %s: %d requests traced; matched:", dir, label, len(tr))
+	for _, g := range order {
+		fmt.Fprintf(w, " %s %d", g, len(groups[g]))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  %-16s", "stage (us)")
+	for _, g := range order {
+		fmt.Fprintf(w, "%12s%8s%8s", g+" p50", "p90", "p99")
+	}
+	fmt.Fprintln(w)
+	for _, st := range stageNames {
+		fmt.Fprintf(w, "  %-16s", st)
+		for _, g := range order {
+			xs := column(groups[g], st)
+			if len(xs) == 0 {
+				fmt.Fprintf(w, "%28s", "")
+				continue
+			}
+			fmt.Fprintf(w, "%12.1f%8.1f%8.1f", at(xs, 50), at(xs, 90), at(xs, 99))
+		}
+		fmt.Fprintln(w)
+	}
+	for _, g := range order {
+		worst, n := worstStages(groups[g])
+		if n == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  %s, slowest 1%% (%d): the stage most over its median:", g, n)
+		for _, st := range pathStages {
+			if worst[st] > 0 {
+				fmt.Fprintf(w, " %s %d", st, worst[st])
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+// stageGroups matches each traced request with the launch command and the
+// synchronize the daemon received between its launch and its return (one
+// of each, else it is left out) and computes its stages, in µs, grouped by
+// phase.
+func stageGroups(tr []traceRow, launches, syncs []stampRow, phase, settle time.Duration) (map[string][]map[string]float64, []string) {
+	order := []string{"all"}
+	if phase > 0 {
+		order = []string{"alone", "loaded"}
+	}
+	groups := map[string][]map[string]float64{}
+	if len(tr) == 0 {
+		return groups, order
+	}
+	off := gpuOffset(tr, launches)
+	t0 := tr[0].launch
+	for _, r := range tr {
+		g := "all"
+		if phase > 0 {
+			since := r.launch - t0
+			k := since / int64(phase)
+			switch {
+			case k%2 == 1:
+				g = "loaded"
+			case since-k*int64(phase) >= int64(settle):
+				g = "alone"
+			default:
+				continue
+			}
+		}
+		x, y := within(launches, r), within(syncs, r)
+		if x == nil || y == nil {
+			continue
+		}
+		R, I0, I1 := x[0], x[1], x[2]
+		SR, SI, SS := y[0], y[1], y[2]
+		o := off(r.launch)
+		us := func(ns int64) float64 { return float64(ns) / 1e3 }
+		groups[g] = append(groups[g], map[string]float64{
+			"total": us(r.synced - r.launch), "L->R": us(R - r.launch), "R->I0": us(I0 - R), "I0->I1": us(I1 - I0),
+			"I0->GS": (float64(r.gpuStart-I0) - o) / 1e3, "GS->GE": us(r.gpuEnd - r.gpuStart),
+			"GE->SS": (float64(SS-r.gpuEnd) + o) / 1e3, "SS->C": us(r.synced - SS),
+			"R->SR": us(SR - R), "SR->SI": us(SI - SR), "max(I1,SI)->SS": us(SS - max(I1, SI)),
+		})
+	}
+	return groups, order
+}
+
+// within returns the one row (sorted by their first time) whose first time
+// lies in the request's [launch, synced], or nil if none or several do.
+func within(rows []stampRow, r traceRow) stampRow {
+	i := sort.Search(len(rows), func(i int) bool { return rows[i][0] >= r.launch })
+	j := sort.Search(len(rows), func(i int) bool { return rows[i][0] > r.synced })
+	if j != i+1 {
+		return nil
+	}
+	return rows[i]
+}
+
+// gpuOffset returns the GPU clock's offset from the host's at a host time:
+// per 500 ms, the request whose kernel started soonest after its
+// cuLaunchKernel was called, and a least-squares line through those points
+// moved down onto the lowest of them.
+func gpuOffset(tr []traceRow, launches []stampRow) func(int64) float64 {
+	const bin = int64(500 * time.Millisecond)
+	type point struct{ t, v float64 } // t from the first request: float64 is exact there
+	t0 := tr[0].launch
+	best := map[int64]point{}
+	for _, r := range tr {
+		x := within(launches, r)
+		if x == nil || r.gpuStart == 0 {
+			continue
+		}
+		b, v := r.launch/bin, float64(r.gpuStart-x[1])
+		if p, ok := best[b]; !ok || v < p.v {
+			best[b] = point{float64(r.launch - t0), v}
+		}
+	}
+	if len(best) == 0 {
+		return func(int64) float64 { return 0 }
+	}
+	var mt, mv float64
+	for _, p := range best {
+		mt += p.t
+		mv += p.v
+	}
+	n := float64(len(best))
+	mt, mv = mt/n, mv/n
+	var num, den float64
+	for _, p := range best {
+		num += (p.t - mt) * (p.v - mv)
+		den += (p.t - mt) * (p.t - mt)
+	}
+	slope := 0.0
+	if den > 0 {
+		slope = num / den
+	}
+	base := mv
+	for _, p := range best {
+		base = min(base, p.v-slope*(p.t-mt))
+	}
+	return func(t int64) float64 { return base + slope*(float64(t-t0)-mt) }
+}
+
+func column(rows []map[string]float64, stage string) []float64 {
+	xs := make([]float64, len(rows))
+	for i, r := range rows {
+		xs[i] = r[stage]
+	}
+	slices.Sort(xs)
+	return xs
+}
+
+// at is the pct-th percentile of sorted xs (nearest rank below).
+func at(xs []float64, pct int) float64 { return xs[len(xs)*pct/100] }
+
+// worstStages counts, over the slowest 1% of rows by total, the path stage
+// that most exceeded its median.
+func worstStages(rows []map[string]float64) (map[string]int, int) {
+	if len(rows) == 0 {
+		return nil, 0
+	}
+	med := map[string]float64{}
+	for _, st := range pathStages {
+		med[st] = at(column(rows, st), 50)
+	}
+	sorted := slices.Clone(rows)
+	slices.SortFunc(sorted, func(a, b map[string]float64) int { return cmp.Compare(a["total"], b["total"]) })
+	slow := sorted[len(sorted)*99/100:]
+	worst := map[string]int{}
+	for _, r := range slow {
+		w, over := "", 0.0
+		for _, st := range pathStages {
+			if d := r[st] - med[st]; w == "" || d > over {
+				w, over = st, d
+			}
+		}
+		worst[w]++
+	}
+	return worst, len(slow)
+}
+
+func readTrace(path string) ([]traceRow, error) {
+	recs, err := readCSV(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []traceRow
+	for i, r := range recs {
+		if i == 0 && len(r) > 0 && strings.HasPrefix(r[0], "launch") {
+			continue // the header
+		}
+		if len(r) != 4 {
+			return nil, fmt.Errorf("%s: row %d has %d fields, want 4", path, i+1, len(r))
+		}
+		var v [4]int64
+		for k := range v {
+			if v[k], err = strconv.ParseInt(r[k], 10, 64); err != nil {
+				return nil, fmt.Errorf("%s: row %d: %w", path, i+1, err)
+			}
+		}
+		out = append(out, traceRow{v[0], v[1], v[2], v[3]})
+	}
+	slices.SortFunc(out, func(a, b traceRow) int { return cmp.Compare(a.launch, b.launch) })
+	return out, nil
+}
+
+// readStamps reads the rows of the sessions whose name contains who: their
+// integer fields after the name (a trailing true/false is not one), at
+// least want of them.
+func readStamps(path, who string, want int) ([]stampRow, error) {
+	recs, err := readCSV(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []stampRow
+	for i, r := range recs {
+		if len(r) == 0 || !strings.Contains(r[0], who) {
+			continue
+		}
+		var row stampRow
+		for _, f := range r[1:] {
+			if f == "true" || f == "false" {
+				continue
+			}
+			v, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s: row %d: %w", path, i+1, err)
+			}
+			row = append(row, v)
+		}
+		if len(row) < want {
+			return nil, fmt.Errorf("%s: row %d has %d times, want at least %d", path, i+1, len(row), want)
+		}
+		out = append(out, row)
+	}
+	slices.SortFunc(out, func(a, b stampRow) int { return cmp.Compare(a[0], b[0]) })
+	return out, nil
+}
+
+func readCSV(path string) ([][]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = -1
+	recs, err := r.ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("%s: %w", path, errEmpty)
+	}
+	return recs, nil
+}
+
+var errEmpty = errors.New("empty file")

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// request is one synthetic traced request: offsets in µs from its launch.
+type request struct {
+	at                           time.Duration // launch time from the first request
+	recv, issue0, issue1, gs, ge float64       // daemon receipt, cuLaunchKernel called/returned, GPU start/end
+	syncRecv, syncIssued, synced float64       // the synchronize's stamps
+	back                         float64       // the client's synchronize returned
+	extraLaunch                  bool          // a second launch command inside its window: left out
+}
+
+// writeRun writes the three files stages reads: the GPU clock is the host's
+// plus gpuSkew, so the alignment has something to remove.
+func writeRun(t *testing.T, reqs []request) string {
+	t.Helper()
+	dir := t.TempDir()
+	const base = int64(1_800_000_000_000_000_000)
+	const gpuSkew = int64(123_456_789)
+	ns := func(at time.Duration, us float64) int64 { return base + int64(at) + int64(us*1e3) }
+	var tr, lat, syn strings.Builder
+	tr.WriteString("launch_ns,synced_ns,gpu_start_ns,gpu_end_ns\n")
+	for _, r := range reqs {
+		fmt.Fprintf(&tr, "%d,%d,%d,%d\n", ns(r.at, 0), ns(r.at, r.back), ns(r.at, r.gs)+gpuSkew, ns(r.at, r.ge)+gpuSkew)
+		fmt.Fprintf(&lat, "\"7 (tenant hp, hp)\",%d,%d,%d,%d,%d,false\n", ns(r.at, r.recv), ns(r.at, r.issue0), ns(r.at, r.issue1), ns(r.at, r.ge+5), ns(r.at, r.ge+6))
+		if r.extraLaunch {
+			fmt.Fprintf(&lat, "\"7 (tenant hp, hp)\",%d,%d,%d,%d,%d,true\n", ns(r.at, r.recv+1), ns(r.at, r.issue0+1), ns(r.at, r.issue1+1), ns(r.at, r.ge+5), ns(r.at, r.ge+6))
+		}
+		fmt.Fprintf(&lat, "\"9 (tenant be1, be)\",%d,%d,%d,%d,%d,false\n", ns(r.at, r.recv), ns(r.at, r.issue0), ns(r.at, r.issue1), ns(r.at, r.ge), ns(r.at, r.ge)) // another tenant: ignored
+		fmt.Fprintf(&syn, "\"7 (tenant hp, hp)\",%d,%d,%d,1\n", ns(r.at, r.syncRecv), ns(r.at, r.syncIssued), ns(r.at, r.synced))
+	}
+	for name, s := range map[string]string{"gpuos-hp-interleaved.trace.csv": tr.String(), "latency.log.csv": lat.String(), "latency.log.sync.csv": syn.String()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// A request's stages come from its own launch and synchronize stamps, with
+// the GPU's clock aligned so that the soonest kernel start after its launch
+// call is the floor; requests are grouped by phase, and one whose window
+// holds two launch commands is left out.
+func TestStageGroups(t *testing.T) {
+	plain := request{recv: 5, issue0: 12, issue1: 18, gs: 15, ge: 35, syncRecv: 20, syncIssued: 20.5, synced: 37, back: 41}
+	slowHop := plain
+	slowHop.back = 141 // the reply reached the client 100 µs later
+	late := plain
+	late.gs, late.ge, late.synced, late.back = 25, 45, 47, 51 // the kernel started 10 µs later
+	var reqs []request
+	for i := range 8 {
+		r := plain
+		switch i {
+		case 3:
+			r = slowHop
+		case 5:
+			r = late
+		case 6:
+			r.extraLaunch = true
+		}
+		r.at = time.Duration(i) * 100 * time.Millisecond
+		reqs = append(reqs, r)
+	}
+	dir := writeRun(t, reqs)
+	tr, err := readTrace(filepath.Join(dir, "gpuos-hp-interleaved.trace.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	launches, err := readStamps(filepath.Join(dir, "latency.log.csv"), "tenant hp", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncs, err := readStamps(filepath.Join(dir, "latency.log.sync.csv"), "tenant hp", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	groups, order := stageGroups(tr, launches, syncs, 0, 0)
+	if len(order) != 1 || order[0] != "all" {
+		t.Fatalf("groups %v without phases, want [all]", order)
+	}
+	all := groups["all"]
+	if len(all) != 7 {
+		t.Fatalf("%d requests matched, want 7 (one has two launch commands)", len(all))
+	}
+	near := func(have, want float64) bool { return have > want-0.01 && have < want+0.01 }
+	for _, tt := range []struct {
+		row   int
+		stage string
+		want  float64
+	}{
+		{0, "total", 41}, {0, "L->R", 5}, {0, "R->I0", 7}, {0, "I0->I1", 6},
+		{0, "I0->GS", 0}, // the floor: every kernel but one started 3 µs after its call
+		{0, "GS->GE", 20}, {0, "GE->SS", 5}, {0, "SS->C", 4}, {0, "R->SR", 15}, {0, "SR->SI", 0.5},
+		{0, "max(I1,SI)->SS", 16.5},
+		{3, "SS->C", 104}, {3, "total", 141},
+		{5, "I0->GS", 10}, {5, "GE->SS", 5}, // the late kernel, against the floor
+	} {
+		if have := all[tt.row][tt.stage]; !near(have, tt.want) {
+			t.Errorf("request %d, %s = %.2f µs, want %.2f", tt.row, tt.stage, have, tt.want)
+		}
+	}
+
+	// 250 ms phases, the first 50 ms of an alone phase settling: requests
+	// at 100, 200 and 700 ms alone, 300 and 400 ms loaded, 0 and 500 ms
+	// settling, and 600 ms has two launch commands.
+	groups, order = stageGroups(tr, launches, syncs, 250*time.Millisecond, 50*time.Millisecond)
+	if got := fmt.Sprint(order, len(groups["alone"]), len(groups["loaded"])); got != "[alone loaded] 3 2" {
+		t.Errorf("phase groups and sizes: %s, want [alone loaded] 3 2", got)
+	}
+}
+
+// The report prints every stage and names each of the slowest requests'
+// worst stage.
+func TestStagesReport(t *testing.T) {
+	var reqs []request
+	for i := range 200 {
+		r := request{at: time.Duration(i) * time.Millisecond, recv: 5, issue0: 12, issue1: 18, gs: 15, ge: 35, syncRecv: 20, syncIssued: 20.5, synced: 37, back: 41}
+		switch i {
+		case 150: // a 500 µs hop in
+			r.recv, r.issue0, r.issue1, r.gs, r.ge, r.syncRecv, r.syncIssued, r.synced, r.back = 505, 512, 518, 515, 535, 520, 520.5, 537, 541
+		case 100: // a 50 µs hop back
+			r.back = 91
+		}
+		reqs = append(reqs, r)
+	}
+	dir := writeRun(t, reqs)
+	var out bytes.Buffer
+	if err := runStages([]string{"--phase", "0", dir}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"200 requests traced; matched: all 200", "total", "max(I1,SI)->SS", "all, slowest 1% (2): the stage most over its median: L->R 1 SS->C 1"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if err := runStages([]string{filepath.Join(dir, "nonexistent")}, &out); err == nil {
+		t.Error("stages of a directory without the files: no error")
+	}
+}
