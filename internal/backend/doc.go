@@ -12,4 +12,10 @@
 // places every allocation inside a per-session address window, shares physical
 // chunks between windows and swaps them to host memory, which needs control of
 // mappings, not just allocations.
+//
+// Optional capabilities, found by type assertion: a Device may be a
+// MappedHostAllocator (host memory kernels reach at a device address: the
+// guard's fault records) or a Partitioner (SMs kept for latency-critical
+// work); a Stream may be a Fencer (a completion marker the host polls
+// without a driver call: a latency-critical tenant's synchronize).
 package backend
