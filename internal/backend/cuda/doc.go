@@ -52,6 +52,12 @@
 // enqueued and waited for (cuStreamSynchronize) in the same C call, so the
 // driver never holds Go memory after a call returns.
 //
+// A stream's fences (backend.Fencer) are cuStreamWriteValue32_v2 writes of
+// its next sequence number into a word of mapped host memory of its own
+// (fence.go), which the host polls; words come from 4 KiB pages, 64 bytes
+// apart, and a destroyed stream's word is reused only once its last fence
+// was reached.
+//
 // # Faults
 //
 // A result that leaves the context unusable (an illegal address, a launch
@@ -65,7 +71,8 @@
 //
 // proc.mu (the process's open and lost devices) → Device.vmmMu (held across
 // driver VMM calls) → addressSpace.mu; Device.hostMu → hostRegistry.mu;
-// module.mu → addressSpace.mu. Device.mu (the sets of live objects) and
+// module.mu → addressSpace.mu; streamFences.mu → fencePool.mu → (a new
+// page) Device.hostMu. Device.mu (the sets of live objects) and
 // hostMem.mu are leaves. Objects the driver frees (the context, streams,
 // events, modules) are guarded by a liveness counter instead of a lock: a
 // call enters it, Destroy/Unload/Close end it and wait for the calls inside,
