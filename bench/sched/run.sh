@@ -32,7 +32,8 @@
 #               that took 200 us or more (cuda-slow.csv, $GPUOS_CUDA_SLOW_LOG)
 #               and, when the service stalls, the daemon's Go execution trace
 #               of the seconds before (stall-*.trace, $GPUOS_STALL_TRACE; set it
-#               empty for none)
+#               empty for none); with PHASE, the interleaved scenario's time
+#               by stage in stages.txt (schedbench stages)
 #   HICCUP=S    seconds of bench/hiccup before and after the runs (default 4;
 #               0: none): how much of each CPU the host took away, which the
 #               service's tail depends on (bench/RESULTS.md, session 8)
@@ -230,4 +231,7 @@ trap - EXIT
 
 echo
 hiccups hiccup-after
+if [[ $TRACE != 0 && $PHASE != 0 ]]; then
+	"$BIN/schedbench" stages --phase "${PHASE}ms" --settle "${SETTLE}ms" "$OUT" > "$OUT/stages.txt" 2>&1 || true
+fi
 "$BIN/schedbench" report "$OUT" | tee "$OUT/report.txt"
