@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
@@ -82,9 +81,6 @@ type Driver struct {
 	memHooks *memHooks
 	shm      shmRegistry
 	pol      *policies // WebAssembly policies (policy.go)
-	// fenced and fenceLong count synchronizing calls that polled fences
-	// (fence.go): reached within fencePoll, or not and synchronized after.
-	fenced, fenceLong atomic.Uint64
 
 	mu       sync.Mutex
 	sessions map[uint64]*Session

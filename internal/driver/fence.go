@@ -106,7 +106,6 @@ func (s *Session) pollFences(streams []backend.Stream, fences []backend.Fence, p
 		}
 		waited := time.Since(start)
 		if waited >= poll {
-			s.d.fenceLong.Add(1)
 			for _, st := range streams[i:] {
 				if err := st.Synchronize(); err != nil {
 					return waitedFenceLong, err
@@ -125,6 +124,5 @@ func (s *Session) pollFences(streams []backend.Stream, fences []backend.Fence, p
 			ring.Yield()
 		}
 	}
-	s.d.fenced.Add(1)
 	return waitedFence, nil
 }

@@ -12,7 +12,6 @@ import (
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/backend"
-	"github.com/gpuos/gpuos/internal/backend/sim"
 	"github.com/gpuos/gpuos/internal/sched"
 )
 
@@ -21,7 +20,7 @@ import (
 // the work's results; a normal-class session's, and a high-class one's with
 // $GPUOS_SYNC_FENCE=0, synchronize the streams instead.
 func TestHighClassSyncPollsFences(t *testing.T) {
-	td := newDriverOn(t, sim.New(sim.Options{Memory: 256 << 20}), Options{Sched: sched.Options{Policy: "priority"}})
+	td := newTestDriver(t, 256<<20, Options{Sched: sched.Options{Policy: "priority"}})
 	d := td.d
 	for name, class := range map[string]sched.Class{"hp": sched.ClassHigh, "nm": sched.ClassNormal} {
 		if err := d.sched.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
@@ -33,13 +32,13 @@ func TestHighClassSyncPollsFences(t *testing.T) {
 		t.Fatal(err)
 	}
 	// work runs vecadd in a session with rings, on the session's stream and
-	// on one it creates, and returns how many synchronizing calls polled
-	// fences meanwhile.
+	// on one it creates, and returns how many fences its synchronizing calls
+	// enqueued meanwhile.
 	work := func(tenant string) uint64 {
 		t.Helper()
 		ts := td.session(tenant, 0)
 		ts.useRings()
-		before := d.fenced.Load() + d.fenceLong.Load()
+		before := td.watch.fences.Load()
 		var p v1.ProgramLoaded
 		ts.must(&v1.LoadProgram{Image: image, Name: "vecadd.ptx"}, &p)
 		var k v1.KernelInfo
@@ -68,17 +67,17 @@ func TestHighClassSyncPollsFences(t *testing.T) {
 				}
 			}
 		}
-		return d.fenced.Load() + d.fenceLong.Load() - before
+		return uint64(td.watch.fences.Load() - before)
 	}
 	if got := work("hp"); got < 2 {
-		t.Errorf("high class: %d synchronizing calls polled fences, want at least the 2 synchronizes", got)
+		t.Errorf("high class: %d fences enqueued, want at least one for each of the 2 synchronizes", got)
 	}
 	if got := work("nm"); got != 0 {
-		t.Errorf("normal class: %d synchronizing calls polled fences, want 0", got)
+		t.Errorf("normal class: %d fences enqueued, want 0", got)
 	}
 	t.Setenv(SyncFenceEnv, "0")
 	if got := work("hp"); got != 0 {
-		t.Errorf("high class with %s=0: %d synchronizing calls polled fences, want 0", SyncFenceEnv, got)
+		t.Errorf("high class with %s=0: %d fences enqueued, want 0", SyncFenceEnv, got)
 	}
 }
 

@@ -32,6 +32,7 @@ type remapWatch struct {
 	windows    func() map[backend.Stream][2]uint64
 	violations []string
 	unmaps     atomic.Int64
+	fences     atomic.Int64 // fences enqueued on its streams
 }
 
 type watchDevice struct {
@@ -61,12 +62,17 @@ func (d *watchDevice) NewStream(priority int) (backend.Stream, error) {
 }
 
 // Fence passes the inner stream's fences through (high-class sessions
-// poll them).
+// poll them), counting them.
 func (s *watchStream) Fence() (backend.Fence, error) {
-	if fr, ok := s.Stream.(backend.Fencer); ok {
-		return fr.Fence()
+	fr, ok := s.Stream.(backend.Fencer)
+	if !ok {
+		return nil, backend.ErrUnsupported
 	}
-	return nil, backend.ErrUnsupported
+	f, err := fr.Fence()
+	if err == nil {
+		s.w.fences.Add(1)
+	}
+	return f, err
 }
 
 func (s *watchStream) Launch(f backend.Function, cfg backend.LaunchConfig, params []byte) error {
