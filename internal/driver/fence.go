@@ -30,6 +30,27 @@ func (d *Driver) fencePoll(t *tenantState) time.Duration {
 	return HighClassSpin
 }
 
+// OwnCompletionsEnv, set to "0", leaves a fence-polling session's completions
+// to the scheduler's waiters, as every other session's are (for comparing the
+// two on a GPU).
+const OwnCompletionsEnv = "GPUOS_SYNC_OWN"
+
+// ownCompletions reports whether a session that polls fences completes its
+// own tracked commands (sched.Queue.SetOwnCompletions): having seen its
+// fences reached, its serving goroutine completes them after the answer
+// (reap), instead of a waiter goroutine woken per request and blocked in the
+// driver while the kernel runs.
+func ownCompletions() bool { return os.Getenv(OwnCompletionsEnv) != "0" }
+
+// reap completes what the session's latest synchronizing call saw complete
+// (wire.Server.Answered: after the answer, off the client's path).
+func (s *Session) reap() {
+	if s.reapDue.Load() {
+		s.reapDue.Store(false)
+		s.queue.Reap()
+	}
+}
+
 // How a synchronizing call waited for its streams (the latency log's
 // sync rows say it).
 const (
@@ -85,7 +106,11 @@ func (s *Session) awaitStreams(streams []backend.Stream) (how int, err error) {
 			fences = append(fences, f)
 		}
 		if len(fences) == len(streams) {
-			return s.pollFences(streams, fences, poll)
+			how, err := s.pollFences(streams, fences, poll)
+			if err == nil {
+				s.reapDue.Store(true)
+			}
+			return how, err
 		}
 	}
 	for _, st := range streams {

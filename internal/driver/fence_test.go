@@ -17,8 +17,10 @@ import (
 
 // TestHighClassSyncPollsFences: a high-class session's synchronizing calls
 // (a synchronize, one naming a stream, a buffer read) poll fences and see
-// the work's results; a normal-class session's, and a high-class one's with
-// $GPUOS_SYNC_FENCE=0, synchronize the streams instead.
+// the work's results, and its serving goroutine completes the work's
+// completion events itself; a normal-class session's, and a high-class one's
+// with $GPUOS_SYNC_FENCE=0, synchronize the streams instead, and leave the
+// events to the scheduler's waiters, as with $GPUOS_SYNC_OWN=0.
 func TestHighClassSyncPollsFences(t *testing.T) {
 	td := newTestDriver(t, 256<<20, Options{Sched: sched.Options{Policy: "priority"}})
 	d := td.d
@@ -33,8 +35,10 @@ func TestHighClassSyncPollsFences(t *testing.T) {
 	}
 	// work runs vecadd in a session with rings, on the session's stream and
 	// on one it creates, and returns how many fences its synchronizing calls
-	// enqueued meanwhile.
-	work := func(tenant string) uint64 {
+	// enqueued meanwhile, and how many completion events its serving
+	// goroutine completed itself after answering them (the scheduler's
+	// waiters took the others).
+	work := func(tenant string) (fences, reaped uint64) {
 		t.Helper()
 		ts := td.session(tenant, 0)
 		ts.useRings()
@@ -67,17 +71,23 @@ func TestHighClassSyncPollsFences(t *testing.T) {
 				}
 			}
 		}
-		return uint64(td.watch.fences.Load() - before)
+		// The serving goroutine reaps after answering the synchronize,
+		// before it serves the BufferRead that followed.
+		return uint64(td.watch.fences.Load() - before), ts.s.queue.Stats().Reaped
 	}
-	if got := work("hp"); got < 2 {
-		t.Errorf("high class: %d fences enqueued, want at least one for each of the 2 synchronizes", got)
+	if fences, reaped := work("hp"); fences < 2 || reaped < 2 {
+		t.Errorf("high class: %d fences enqueued and %d completions reaped, want at least one each for each of the 2 synchronizes", fences, reaped)
 	}
-	if got := work("nm"); got != 0 {
-		t.Errorf("normal class: %d fences enqueued, want 0", got)
+	if fences, reaped := work("nm"); fences != 0 || reaped != 0 {
+		t.Errorf("normal class: %d fences enqueued, %d completions reaped, want 0", fences, reaped)
+	}
+	t.Setenv(OwnCompletionsEnv, "0")
+	if fences, reaped := work("hp"); fences < 2 || reaped != 0 {
+		t.Errorf("high class with %s=0: %d fences enqueued, %d completions reaped, want at least 2 and 0", OwnCompletionsEnv, fences, reaped)
 	}
 	t.Setenv(SyncFenceEnv, "0")
-	if got := work("hp"); got != 0 {
-		t.Errorf("high class with %s=0: %d fences enqueued, want 0", SyncFenceEnv, got)
+	if fences, reaped := work("hp"); fences != 0 || reaped != 0 {
+		t.Errorf("high class with %s=0: %d fences enqueued, %d completions reaped, want 0", SyncFenceEnv, fences, reaped)
 	}
 }
 

@@ -155,10 +155,20 @@ func (s *Session) openRing(m *v1.OpenRing) (v1.Message, []int, error) {
 		return nil, nil, fmt.Errorf("open rings: %w", err)
 	}
 	spin := s.d.ringSpin(s.tenant)
-	s.fencePoll.Store(int64(s.d.fencePoll(s.tenant)))
-	if err := s.hot.conn.UseRings(shm.Bytes(), sq, cq, ring.Options{Spin: spin}, func() { shm.Close() }); err != nil {
+	poll := s.d.fencePoll(s.tenant)
+	s.fencePoll.Store(int64(poll))
+	opts := ring.Options{Spin: spin}
+	if poll > 0 && ownCompletions() {
+		// Completions the serving goroutine owns go to the waiters when it
+		// stops polling its ring.
+		opts.OnEmpty = s.queue.HandOff
+	}
+	if err := s.hot.conn.UseRings(shm.Bytes(), sq, cq, opts, func() { shm.Close() }); err != nil {
 		shm.Close()
 		return nil, nil, fmt.Errorf("open rings: %w", err)
+	}
+	if opts.OnEmpty != nil {
+		s.queue.SetOwnCompletions(true)
 	}
 	return &v1.RingOpened{SubmitBytes: uint32(sq), CompleteBytes: uint32(cq), SpinNs: uint64(max(spin, 0))}, []int{shm.TakeFD()}, nil
 }

@@ -64,6 +64,7 @@ type Session struct {
 	syncStreams []backend.Stream // settle's scratch
 	fences      []backend.Fence  // awaitStreams' scratch
 	fencePoll   atomic.Int64     // how long synchronizing calls poll fences (fencePoll), set when the rings open
+	reapDue     atomic.Bool      // a synchronizing call saw its fences reached: reap after the answer
 }
 
 func (d *Driver) newSession(p *v1.AttachSession, t *tenantState) (*Session, error) {
@@ -157,8 +158,9 @@ func (s *Session) server() *wire.Server {
 		Handle:   s.handleHot,
 		Deferred: func(req *wire.Request, err error) { s.deferError(err) },
 		// launch copies what it keeps of a Launch (its parameters).
-		Reuse: func(t v1.Type) bool { return t == v1.TypeLaunch },
-		Hedge: func() time.Duration { return s.d.hedge(s.tenant) },
+		Reuse:    func(t v1.Type) bool { return t == v1.TypeLaunch },
+		Hedge:    func() time.Duration { return s.d.hedge(s.tenant) },
+		Answered: s.reap,
 	}
 }
 

@@ -428,7 +428,7 @@ func (c *Consumer) published(block bool) (uint64, error) {
 		return head != c.tail || sd != nil
 	}
 	if block {
-		if err := waitUntil(v.consWait, &c.opts, true, ready, c.stopped, nil); err != nil {
+		if err := waitUntil(v.consWait, &c.opts, true, ready, c.stopped, c.opts.OnEmpty); err != nil {
 			return 0, err
 		}
 	} else if !ready() {

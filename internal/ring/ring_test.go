@@ -389,3 +389,42 @@ func TestWatch(t *testing.T) {
 		t.Error("Watch on a closed ring did not report it")
 	}
 }
+
+// TestOnEmpty: a consumer that has polled for its spin and found nothing
+// runs OnEmpty before it sleeps, and again after each bounded sleep, until a
+// message comes.
+func TestOnEmpty(t *testing.T) {
+	var calls sync.WaitGroup
+	calls.Add(2)
+	var n int
+	var mu sync.Mutex
+	onEmpty := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		if n <= 2 {
+			calls.Done()
+		}
+	}
+	p, c := pair(t, MinSize, Options{Spin: time.Microsecond, Sleep: time.Millisecond, OnEmpty: onEmpty})
+	got := make(chan []byte, 1)
+	go func() {
+		m, err := c.Read(nil)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- m
+	}()
+	calls.Wait() // twice: before the first sleep and after it
+	select {
+	case m := <-got:
+		t.Fatalf("Read returned %x with nothing written", m)
+	default:
+	}
+	if err := p.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-got; string(m) != "x" {
+		t.Fatalf("read %q, want x", m)
+	}
+}

@@ -22,6 +22,10 @@ type Options struct {
 	// sleeps and after each sleep: a client uses it to drain replies that may
 	// be what keeps the peer from consuming. It must not write to this ring.
 	OnFull func()
+	// OnEmpty, for a Consumer, runs when it has polled for Spin and found
+	// nothing, before it sleeps and after each sleep: the driver hands over
+	// what its serving thread looks after only while it polls.
+	OnEmpty func()
 }
 
 const defaultSleep = 100 * time.Millisecond

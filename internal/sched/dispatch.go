@@ -509,7 +509,7 @@ func (s *Scheduler) issueLocked(a *action) {
 		p.end = end
 		if recErr != nil {
 			s.completeAndReport(p, fmt.Errorf("track completion: %w", recErr))
-		} else {
+		} else if !s.ownLocked(q, p, a) {
 			s.waiterFor(st).push(p)
 		}
 	}

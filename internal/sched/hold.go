@@ -32,6 +32,7 @@ func (q *Queue) Hold(ctx context.Context) (release func(), err error) {
 			defer stop()
 		}
 		q.waiting++ // batched completions are tracked at once
+		s.handOffLocked(q)
 		s.kick()
 		for q.inflight > 0 && ctx.Err() == nil {
 			q.idle.Wait()

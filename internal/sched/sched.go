@@ -483,6 +483,7 @@ type Queue struct {
 	issuing          int // commands being issued: their Issue has not returned
 	waiting          int // goroutines in Wait: track completions at once
 	waitingIssue     int // goroutines in WaitIssued
+	waitingRoom      int // goroutines in Submit waiting for room
 	holds            int // Hold (hold.go): while positive, nothing new of the queue is issued
 	closed           bool
 	room, idle       *sync.Cond
@@ -501,6 +502,14 @@ type Queue struct {
 	// whose queue is settled takes them without the scheduler's lock.
 	dirtyMu   sync.Mutex
 	dirtyList []*streamQ
+	// own: the queue keeps its tracked points for its submitter to
+	// complete (own.go); owned[ownedHead:] are those it holds, hasOwned
+	// says whether there are any without the lock.
+	own       bool
+	owned     []*point
+	ownedHead int
+	hasOwned  atomic.Bool
+	reaped    []*Command // Reap's spare
 }
 
 // QueueStats are a queue's counters.
@@ -510,6 +519,7 @@ type QueueStats struct {
 	QueueDelay                   time.Duration // total time commands waited before issue
 	GPUTime                      time.Duration // compute time charged
 	CopyBytes                    uint64        // copy bytes charged
+	Reaped                       uint64        // completion events its submitter completed (Reap)
 }
 
 // NewQueue opens a session's queue. The policy may refuse the session.
@@ -592,8 +602,10 @@ func (q *Queue) Submit(ctx context.Context, c *Command) error {
 	s := q.s
 	s.mu.Lock()
 	if q.queued >= q.depth && !q.closed && !s.closed && ctx.Err() == nil {
-		// What this submitter left for a dispatcher must not wait for it.
+		// What this submitter left for a dispatcher must not wait for it,
+		// nor its completions for it.
 		s.kick()
+		s.handOffLocked(q)
 		if ctx.Done() != nil {
 			stop := context.AfterFunc(ctx, func() {
 				s.mu.Lock()
@@ -602,9 +614,11 @@ func (q *Queue) Submit(ctx context.Context, c *Command) error {
 			})
 			defer stop()
 		}
+		q.waitingRoom++
 		for q.queued >= q.depth && !q.closed && !s.closed && ctx.Err() == nil {
 			q.room.Wait()
 		}
+		q.waitingRoom--
 	}
 	switch {
 	case q.closed || s.closed:
@@ -717,6 +731,7 @@ func (q *Queue) WaitIssued(ctx context.Context, streams []backend.Stream) ([]bac
 			})
 			defer stop()
 		}
+		s.handOffLocked(q) // issuing may wait for room its completions free
 		q.waitingIssue++
 		for (q.queued > 0 || q.issuing > 0) && !q.closed && ctx.Err() == nil {
 			q.issued.Wait()
@@ -810,6 +825,7 @@ func (q *Queue) Wait(ctx context.Context) error {
 		defer stop()
 	}
 	q.waiting++
+	s.handOffLocked(q)
 	s.runLocked(0) // track what is in flight untracked
 	for (q.queued > 0 || q.inflight > 0) && ctx.Err() == nil {
 		q.idle.Wait()
@@ -830,6 +846,7 @@ func (q *Queue) Close() {
 	}
 	q.closed = true
 	q.shut.Store(true)
+	s.handOffLocked(q) // in flight: completes normally
 	t := q.t
 	t.removeQueue(q)
 	var dropped, finished []*Command

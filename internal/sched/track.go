@@ -28,6 +28,7 @@ type point struct {
 	units  uint32     // units of a single-part point, for the kernel's Estimate
 	opened int64      // when it started collecting untracked commands
 	synced time.Time  // when its waiter saw end complete
+	since  int64      // when its queue took it on (own.go)
 	done   bool
 	err    error
 	next   *point // accounting order (timed points)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
@@ -577,5 +578,45 @@ func TestServeReuse(t *testing.T) {
 	}
 	if got[2].msg == got[3].msg {
 		t.Errorf("synchronizes (not reused) shared a message")
+	}
+}
+
+// TestAnswered: Server.Answered runs once per request, after its answer (or
+// its handling, for one that takes none, refused or failed ones included),
+// before the next request is served.
+func TestAnswered(t *testing.T) {
+	ctx := context.Background()
+	s := newFakeSession()
+	a, b := pair(t)
+	var answered atomic.Int64
+	srv := &wire.Server{Endpoint: v1.EndpointDriver, Rights: s.Rights, Handle: s.Handle, Deferred: s.Defer,
+		Answered: func() { answered.Add(1) }}
+	go srv.Serve(ctx, b)
+	cl := wire.NewClient(a)
+	t.Cleanup(func() { cl.Close() })
+	var hr v1.HelloReply
+	if err := cl.Call(ctx, v1.NewHello(v1.RoleClient, "good", "test"), &hr); err != nil {
+		t.Fatal(err)
+	}
+	var buf v1.BufferCreated
+	if err := cl.Call(ctx, &v1.CreateBuffer{Size: 64}, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Send(&v1.Launch{Kernel: 0}); err != nil { // no answer, fails
+		t.Fatal(err)
+	}
+	if err := cl.Call(ctx, &v1.Synchronize{}, nil); !errors.Is(err, v1.ErrInvalidHandle) {
+		t.Fatalf("Synchronize = %v, want the deferred InvalidHandle", err)
+	}
+	// Four requests were served, the last answered: Answered ran for the
+	// first three before the fourth was served, and may be running for it.
+	if n := answered.Load(); n < 3 || n > 4 {
+		t.Fatalf("Answered ran %d times for 4 requests", n)
+	}
+	if err := cl.Call(ctx, &v1.CreateBuffer{Size: 64}, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if n := answered.Load(); n < 4 || n > 5 {
+		t.Fatalf("Answered ran %d times for 5 requests", n)
 	}
 }

@@ -62,6 +62,10 @@ type Server struct {
 	// a second polling CPU while requests keep coming; for latency-critical
 	// sessions.
 	Hedge func() time.Duration
+	// Answered, if set, runs after each request has been answered (or
+	// handled, if it takes no answer), on the goroutine serving: work a
+	// handler leaves for after its answer runs there, off the client's path.
+	Answered func()
 }
 
 // Serve reads requests from c (a Conn, or a HotConn that may move onto
@@ -174,6 +178,9 @@ func (st *serving) step(try hedgeable) (ok, done bool, err error) {
 	}
 	if st.recycler != nil && s.Reuse != nil && s.Reuse(req.Header.Type) {
 		st.recycler.Recycle() // nothing keeps the frame now
+	}
+	if s.Answered != nil {
+		s.Answered()
 	}
 	if fatal {
 		return true, true, fmt.Errorf("serve: handshake: %w", err)

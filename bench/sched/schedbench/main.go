@@ -33,6 +33,7 @@ import (
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/client"
 	"github.com/gpuos/gpuos/internal/wire"
+	"golang.org/x/sys/unix"
 )
 
 // Result is one run's outcome; fields not measured by a mode are zero.
@@ -260,7 +261,7 @@ func runHP(ctx context.Context, o options, image []byte) (*Result, error) {
 	next := time.Now()
 	for end := o.from.Add(o.duration); time.Now().Before(end); {
 		if d := time.Until(next); d > 0 {
-			time.Sleep(d)
+			sleepThread(d)
 		}
 		next = next.Add(o.period)
 		t0 := time.Now()
@@ -676,4 +677,15 @@ func daemonStats(ctx context.Context, o options, token string) (map[string]v1.Te
 		out[t.Name] = x
 	}
 	return out, nil
+}
+
+// sleepThread sleeps the calling thread in nanosleep, as the native baseline
+// (native.cu) does between requests. A Go timer would wake the goroutine
+// through the runtime, which then wakes a second thread to look for work: an
+// interrupt to another CPU per request (bench/RESULTS.md, session 11) that a
+// C client of gpuos, or the baseline, does not cause.
+func sleepThread(d time.Duration) {
+	ts := unix.NsecToTimespec(d.Nanoseconds())
+	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+	}
 }
