@@ -53,6 +53,10 @@ type Result struct {
 	// and Alone the alone phases' of the same run.
 	PhaseMs float64 `json:"phase_ms,omitempty"`
 	Alone   *Result `json:"alone,omitempty"`
+	// PhasesUs are an interleaved run's latencies (µs) by phase, in order:
+	// alone ones at even indices, loaded ones at odd; what report's
+	// bootstrap interval of the P99 ratio resamples.
+	PhasesUs [][]float64 `json:"phases_us,omitempty"`
 
 	// be
 	Kernels       int     `json:"kernels,omitempty"`
@@ -258,6 +262,7 @@ func runHP(ctx context.Context, o options, image []byte) (*Result, error) {
 		}
 	}
 	var lat, alone []time.Duration
+	var phases [][]float64 // interleaved: latencies by phase
 	next := time.Now()
 	for end := o.from.Add(o.duration); time.Now().Before(end); {
 		if d := time.Until(next); d > 0 {
@@ -279,12 +284,20 @@ func runHP(ctx context.Context, o options, image []byte) (*Result, error) {
 		}
 		d := time.Since(t0)
 		if measured {
-			switch loaded, counted := o.phaseAt(t0); {
+			loaded, counted := o.phaseAt(t0)
+			switch {
 			case !counted:
 			case loaded:
 				lat = append(lat, d)
 			default:
 				alone = append(alone, d)
+			}
+			if counted && o.phase > 0 {
+				k := int(t0.Sub(o.from) / o.phase)
+				for len(phases) <= k {
+					phases = append(phases, nil)
+				}
+				phases[k] = append(phases[k], float64(d.Nanoseconds())/1e3)
 			}
 		}
 		if tr != nil && measured {
@@ -298,7 +311,7 @@ func runHP(ctx context.Context, o options, image []byte) (*Result, error) {
 	}
 	r := latencyResult(lat)
 	if o.phase > 0 {
-		r.PhaseMs, r.Alone = float64(o.phase.Microseconds())/1e3, latencyResult(alone)
+		r.PhaseMs, r.Alone, r.PhasesUs = float64(o.phase.Microseconds())/1e3, latencyResult(alone), phases
 	}
 	return r, nil
 }

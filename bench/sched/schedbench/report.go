@@ -156,6 +156,10 @@ func report(dir string, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "gpuos: high-priority P99 in the loaded phases / in the alone phases = %.2f (interleaved, %.0f ms phases; target <= %.1f)  %s\n",
 			x, gi.hp.PhaseMs, maxP99Ratio, verdict(ok))
+		if lo, hi, pairs, ok := ratioInterval(gi.hp.PhasesUs); ok {
+			fmt.Fprintf(w, "gpuos: the same ratio with the run's %d pairs of phases resampled (bootstrap, %d draws): 95%% of draws within %.2f-%.2f\n",
+				pairs, bootstrapDraws, lo, hi)
+		}
 		if sequential {
 			fmt.Fprintf(w, "gpuos: high-priority P99 with the best-effort load / alone, separate windows = %.2f\n", gm.hp.P99us/ga.hp.P99us)
 		}

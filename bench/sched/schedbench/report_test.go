@@ -119,6 +119,23 @@ func TestReport(t *testing.T) {
 			contains: []string{"in the alone phases = 1.30 (interleaved, 500 ms phases; target <= 1.2)  FAIL", "separate windows = 1.00", "1 check(s) failed"},
 		},
 		{
+			// With the latencies by phase, the bootstrap interval of the
+			// ratio is printed under it: loaded twice alone in every phase.
+			name: "interleaved with phases",
+			results: map[string]Result{
+				"gpuos-shares-fair": shares(0.25, 0.75, 0.25), "gpuos-shares-band": shares(0.25, 0.75, 0.25),
+				"gpuos-be-alone-1": be(400), "gpuos-be-alone-2": be(400),
+				"gpuos-hp-interleaved": func() Result {
+					r := interleaved(50, 100)
+					r.PhasesUs = [][]float64{{50}, {100}, {50}, {100}, {50}, {100}}
+					return r
+				}(), "gpuos-be-interleaved-1": be(370), "gpuos-be-interleaved-2": be(370),
+			},
+			wantErr: true,
+			contains: []string{"in the alone phases = 2.00 (interleaved, 500 ms phases; target <= 1.2)  FAIL",
+				"the same ratio with the run's 3 pairs of phases resampled (bootstrap, 2000 draws): 95% of draws within 2.00-2.00"},
+		},
+		{
 			name:     "nothing ran",
 			results:  map[string]Result{},
 			wantErr:  true,
