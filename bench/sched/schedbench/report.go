@@ -27,6 +27,7 @@ func load(dir, name string) *Result {
 	defer f.Close()
 	var r *Result
 	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 256<<20) // an interleaved run's line holds every latency (PhasesUs)
 	for sc.Scan() {
 		var x Result
 		if json.Unmarshal(sc.Bytes(), &x) == nil && x.Mode != "" {
@@ -262,6 +263,7 @@ func loadHiccups(dir, name string) (hiccups, bool) {
 	var h hiccups
 	ok := false
 	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 256<<20) // an interleaved run's line holds every latency (PhasesUs)
 	for sc.Scan() {
 		var x hiccups
 		if n, _ := fmt.Sscanf(sc.Text(), "summary cpus=%d seconds=%g gaps_over_1ms=%d lost_ms=%g max_us=%g",
