@@ -182,8 +182,10 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.cancel = cancel
 	m.mu.Unlock()
 	first := m.spawn(sctx, 0)
-	info, err := first.waitReady(ctx)
+	info, err := first.waitStarted(ctx)
 	if err != nil {
+		cancel()
+		first.stop()
 		return fmt.Errorf("start driver for device 0: %w", err)
 	}
 	m.mu.Lock()

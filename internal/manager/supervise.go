@@ -203,6 +203,31 @@ func (d *driverProc) waitReady(ctx context.Context) (*v1.Devices, error) {
 	}
 }
 
+// waitStarted is waitReady for a driver starting for the first time: if it
+// exits before it is ready — a driver that cannot start (a bad setting in
+// its environment, no device) would otherwise be restarted for ever while
+// clients wait — it returns why.
+func (d *driverProc) waitStarted(ctx context.Context) (*v1.Devices, error) {
+	for {
+		d.mu.Lock()
+		info, ctl, lastErr := d.info, d.ctl, d.lastErr
+		d.mu.Unlock()
+		switch {
+		case ctl != nil && ctl.Err() == nil:
+			return info, nil
+		case lastErr != nil:
+			return nil, fmt.Errorf("driver exited before it was ready: %w", lastErr)
+		}
+		select {
+		case <-d.exited:
+			return nil, v1.Errorf(v1.CodeDeviceLost, "driver of device %d stopped", d.ordinal)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // control returns the driver's control client, waiting (up to ctx, at most 10 s)
 // for a driver that is restarting.
 func (d *driverProc) control(ctx context.Context) (*wire.Client, error) {
