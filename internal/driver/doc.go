@@ -36,7 +36,10 @@
 // for a sleeping thread; its synchronizing calls wait for its streams by
 // polling fences (backend.Fencer: a word of host memory the GPU writes once
 // the work before it completed) for as long, with no driver call until the
-// fence is reached, then block in the driver if it was not (fence.go). All
+// fence is reached, then block in the driver if it was not (fence.go); its
+// serving goroutine then completes the work's completion events itself,
+// after the answer (sched.Queue.SetOwnCompletions, wire.Server.Answered),
+// and hands them to the scheduler's waiters when its ring goes idle. All
 // three are decided when the stream or ring is made.
 //
 // Environment, for measuring on a GPU (all optional; the defaults are what
@@ -60,7 +63,8 @@
 // $GPUOS_HEDGE=1 turns on hedged serving of high-class sessions;
 // $GPUOS_SYNC_FENCE=0 makes their synchronizing calls block in the driver
 // instead of polling fences, and $GPUOS_SYNC_FENCE_SPIN sets how long
-// they poll before yielding the CPU between polls;
+// they poll before yielding the CPU between polls, and $GPUOS_SYNC_OWN=0
+// leaves their completion events to the scheduler's waiters;
 // $GPUOS_HIGH_NICE serves each high-class session on a thread of that nice
 // value. The cuda backend reads $GPUOS_CUDA_SCHED (how
 // the driver's synchronizing calls wait) and $GPUOS_CUDA_SLOW_LOG (driver

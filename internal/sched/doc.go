@@ -85,7 +85,12 @@
 // TrackEvery, and at least every FlushDelay). One
 // goroutine per stream waits for its events in order and signals completion
 // (polling, or with Options.BlockingWait sleeping until the device
-// interrupts).
+// interrupts). A queue whose submitter learns of its work's completion
+// first (a service polling fences) may own its completions
+// (Queue.SetOwnCompletions): its events stay with it, and the submitter
+// completes them (Reap) once done, so no waiter is woken per request; a
+// queue hands them to the waiters whenever something would wait for them,
+// when it holds more than a few, and when its submitter goes idle (own.go).
 // Compute events are timed, and each turn group has its own accounting chain
 // (group 0 one for all its work): a point's charge is the GPU time from the
 // later of the latest end accounted in its chain and its own start event
