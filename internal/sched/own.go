@@ -110,16 +110,18 @@ func (q *Queue) HandOff() {
 // end event recorded, and keeps it if so: q owns its completions, p is a
 // whole command's outside any turn, no one waits on q (Wait, Hold,
 // WaitIssued, Submit at depth), q holds fewer than maxOwned, and p's stream
-// has nothing with its waiter (completions stay in stream order).
+// has nothing with its waiter. If not, what q owns goes to the waiters
+// first, so that each stream's completions stay in issue order.
 func (s *Scheduler) ownLocked(q *Queue, p *point, a *action) bool {
-	if !q.own || q.closed || s.closed || a.group != 0 || a.hi != 0 || p.end == nil ||
-		q.waiting > 0 || q.waitingIssue > 0 || q.waitingRoom > 0 { // someone waits for completions
-		return false
+	keep := q.own && !q.closed && !s.closed && a.group == 0 && a.hi == 0 && p.end != nil &&
+		q.waiting == 0 && q.waitingIssue == 0 && q.waitingRoom == 0 && // no one waits for completions
+		len(q.owned)-q.ownedHead < maxOwned
+	if keep {
+		if w := s.waiters[p.sq.st]; w != nil && w.head < len(w.pts) {
+			keep = false
+		}
 	}
-	if w := s.waiters[p.sq.st]; w != nil && w.head < len(w.pts) {
-		return false
-	}
-	if len(q.owned)-q.ownedHead >= maxOwned {
+	if !keep {
 		s.handOffLocked(q)
 		return false
 	}
@@ -132,6 +134,9 @@ func (s *Scheduler) ownLocked(q *Queue, p *point, a *action) bool {
 // handOffLocked pushes q's owned points to their streams' waiters, in issue
 // order.
 func (s *Scheduler) handOffLocked(q *Queue) {
+	if len(q.owned) == 0 {
+		return
+	}
 	for _, p := range q.owned[q.ownedHead:] {
 		s.waiterFor(p.sq.st).push(p)
 	}

@@ -2,6 +2,7 @@ package sched_test
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,12 +14,13 @@ import (
 // counts its events' Synchronize and Query calls, with a clock the test
 // moves.
 type ownFixture struct {
-	dev   *fakeDevice
-	s     *sched.Scheduler
-	q     *sched.Queue
-	st    *fakeStream
-	clock atomic.Int64
-	done  chan *sched.Command // Done calls
+	dev       *fakeDevice
+	s         *sched.Scheduler
+	q         *sched.Queue
+	st        *fakeStream
+	clock     atomic.Int64
+	done      chan *sched.Command // Done calls
+	submitted []*sched.Command    // by submit, in order
 }
 
 func newOwnFixture(t *testing.T, o sched.Options, p sched.QueueParams) *ownFixture {
@@ -47,15 +49,24 @@ func (f *ownFixture) submit(t *testing.T, ctx context.Context) *sched.Command {
 	if _, err := f.q.WaitIssued(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
+	f.submitted = append(f.submitted, c)
 	return c
 }
 
-// completed waits for n Done calls, made by whichever goroutine.
+// completed waits for n Done calls, made by whichever goroutine; those of
+// the commands submit made must come in their order (one stream).
 func (f *ownFixture) completed(t *testing.T, ctx context.Context, n int) {
 	t.Helper()
+	next := 0
 	for i := range n {
 		select {
-		case <-f.done:
+		case c := <-f.done:
+			if next < len(f.submitted) && c != f.submitted[next] && slices.Contains(f.submitted, c) {
+				t.Errorf("completion %d is submission %d's, want %d's", i, slices.Index(f.submitted, c), next)
+			}
+			if slices.Contains(f.submitted, c) {
+				next++
+			}
 		case <-ctx.Done():
 			t.Fatalf("%d of %d commands completed\n%s", i, n, f.s.Dump())
 		}
