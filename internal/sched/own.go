@@ -6,9 +6,10 @@ import "time"
 // serving goroutine learns that its kernel finished before anyone else: it
 // polls a fence behind it to answer the synchronize. Handing the kernel's
 // completion event to a stream's waiter too costs a goroutine wake-up per
-// request — on a virtual machine an interrupt to an idle CPU (3,600 a second
-// for a service of 1,000 requests, bench/RESULTS.md, run 61) — and a second
-// thread blocking in the driver while the kernel runs. A queue that owns its
+// request — on a virtual machine an interrupt to an idle CPU: keeping them
+// took ~1,550 a second off a service of 1,000 requests a second
+// (bench/RESULTS.md, session 11, run 63) — and a second thread blocking in
+// the driver while the kernel runs. A queue that owns its
 // completions (SetOwnCompletions) keeps its tracked points instead, and its
 // submitter completes them (Reap) once it knows they are done.
 //
@@ -28,8 +29,9 @@ const maxOwned = 8
 // before it hands it to a waiter.
 const ownedMaxAge = int64(2 * time.Millisecond)
 
-// SetOwnCompletions sets whether the queue keeps its tracked compute points
-// for its submitter to complete (Reap) rather than the streams' waiters.
+// SetOwnCompletions sets whether the queue keeps its tracked points (their
+// completion events) for its submitter to complete (Reap) rather than the
+// streams' waiters.
 // Turning it off hands the points it holds to the waiters.
 func (q *Queue) SetOwnCompletions(on bool) {
 	s := q.s

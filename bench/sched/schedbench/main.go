@@ -699,6 +699,6 @@ func daemonStats(ctx context.Context, o options, token string) (map[string]v1.Te
 // C client of gpuos, or the baseline, does not cause.
 func sleepThread(d time.Duration) {
 	ts := unix.NsecToTimespec(d.Nanoseconds())
-	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+	for unix.Nanosleep(&ts, &ts) == unix.EINTR { // a signal (the runtime's preemption): sleep the rest
 	}
 }
