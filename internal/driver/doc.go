@@ -65,6 +65,8 @@
 // instead of polling fences, and $GPUOS_SYNC_FENCE_SPIN sets how long
 // they poll before yielding the CPU between polls, and $GPUOS_SYNC_OWN=0
 // leaves their completion events to the scheduler's waiters;
+// $GPUOS_SYNC_FENCE_PACED=1 (an experiment, not yet measured) makes every
+// other session wait by fences too, looking less and less often;
 // $GPUOS_HIGH_NICE serves each high-class session on a thread of that nice
 // value. The cuda backend reads $GPUOS_CUDA_SCHED (how
 // the driver's synchronizing calls wait) and $GPUOS_CUDA_SLOW_LOG (driver

@@ -30,6 +30,26 @@ func (d *Driver) fencePoll(t *tenantState) time.Duration {
 	return HighClassSpin
 }
 
+// PacedFenceEnv, set to "1", makes the synchronizing calls of sessions that
+// do not poll fences (every class but the high) wait by fences too, sleeping
+// between looks (pollFencesPaced) instead of blocking in the driver's stream
+// synchronize. An experiment, off until measured on a GPU: a goroutine
+// blocked in a long driver call keeps the Go runtime's monitor thread waking
+// ~1,800 times a second (measured on a CPU in session 11), on a virtual
+// machine an interrupt to an idle CPU each, and the best-effort load's
+// synchronizes block for milliseconds.
+const PacedFenceEnv = "GPUOS_SYNC_FENCE_PACED"
+
+var pacedFences = sync.OnceValue(func() bool { return os.Getenv(PacedFenceEnv) == "1" })
+
+// Paced fence polling: the first look after pacedFirst, then twice as long
+// each time up to pacedMax; after pacedLimit the stream synchronize.
+const (
+	pacedFirst = 50 * time.Microsecond
+	pacedMax   = time.Millisecond
+	pacedLimit = time.Second
+)
+
 // OwnCompletionsEnv, set to "0", leaves a fence-polling session's completions
 // to the scheduler's waiters, as every other session's are (for comparing the
 // two on a GPU).
@@ -88,7 +108,9 @@ const fenceQuery = 100 * time.Microsecond
 // long, then synchronizes what is left; otherwise, or if a stream cannot
 // take a fence, it synchronizes each stream.
 func (s *Session) awaitStreams(streams []backend.Stream) (how int, err error) {
-	if poll := time.Duration(s.fencePoll.Load()); poll > 0 && len(streams) > 0 {
+	poll := time.Duration(s.fencePoll.Load())
+	paced := poll == 0 && pacedFences()
+	if (poll > 0 || paced) && len(streams) > 0 {
 		fences := s.fences[:0]
 		defer func() {
 			clear(fences)
@@ -104,6 +126,9 @@ func (s *Session) awaitStreams(streams []backend.Stream) (how int, err error) {
 				break // synchronize instead, which reports a lost context
 			}
 			fences = append(fences, f)
+		}
+		if len(fences) == len(streams) && paced {
+			return pollFencesPaced(streams, fences)
 		}
 		if len(fences) == len(streams) {
 			how, err := s.pollFences(streams, fences, poll)
@@ -148,6 +173,33 @@ func (s *Session) pollFences(streams []backend.Stream, fences []backend.Fence, p
 		if waited >= fenceSpin() {
 			ring.Yield()
 		}
+	}
+	return waitedFence, nil
+}
+
+// pollFencesPaced waits for fences by looking at them less and less often
+// (PacedFenceEnv), asking each stream whether its work failed at each look.
+func pollFencesPaced(streams []backend.Stream, fences []backend.Fence) (int, error) {
+	start := time.Now()
+	nap := pacedFirst
+	for i := 0; i < len(fences); {
+		if fences[i].Reached() {
+			i++
+			continue
+		}
+		if _, err := streams[i].Query(); err != nil {
+			return waitedFence, err // failed work: the fence is never reached
+		}
+		if time.Since(start) >= pacedLimit {
+			for _, st := range streams[i:] {
+				if err := st.Synchronize(); err != nil {
+					return waitedFenceLong, err
+				}
+			}
+			return waitedFenceLong, nil
+		}
+		time.Sleep(nap)
+		nap = min(2*nap, pacedMax)
 	}
 	return waitedFence, nil
 }

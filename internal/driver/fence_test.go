@@ -20,7 +20,8 @@ import (
 // the work's results, and its serving goroutine completes the work's
 // completion events itself; a normal-class session's, and a high-class one's
 // with $GPUOS_SYNC_FENCE=0, synchronize the streams instead, and leave the
-// events to the scheduler's waiters, as with $GPUOS_SYNC_OWN=0.
+// events to the scheduler's waiters, as with $GPUOS_SYNC_OWN=0; with
+// $GPUOS_SYNC_FENCE_PACED=1 the normal class waits by fences too.
 func TestHighClassSyncPollsFences(t *testing.T) {
 	td := newTestDriver(t, 256<<20, Options{Sched: sched.Options{Policy: "priority"}})
 	d := td.d
@@ -81,6 +82,13 @@ func TestHighClassSyncPollsFences(t *testing.T) {
 	if fences, reaped := work("nm"); fences != 0 || reaped != 0 {
 		t.Errorf("normal class: %d fences enqueued, %d completions reaped, want 0", fences, reaped)
 	}
+	env := pacedFences // $GPUOS_SYNC_FENCE_PACED=1: the others wait by fences too
+	pacedFences = func() bool { return true }
+	fences, reaped := work("nm")
+	pacedFences = env
+	if fences < 2 || reaped != 0 {
+		t.Errorf("normal class with %s=1: %d fences enqueued, %d completions reaped, want at least 2 and 0", PacedFenceEnv, fences, reaped)
+	}
 	t.Setenv(OwnCompletionsEnv, "0")
 	if fences, reaped := work("hp"); fences < 2 || reaped != 0 {
 		t.Errorf("high class with %s=0: %d fences enqueued, %d completions reaped, want at least 2 and 0", OwnCompletionsEnv, fences, reaped)
@@ -137,22 +145,33 @@ func TestAwaitStreams(t *testing.T) {
 	tests := []struct {
 		name     string
 		poll     time.Duration
+		paced    bool // $GPUOS_SYNC_FENCE_PACED=1
 		setup    func(a, b *fenceStream)
 		wantHow  int
 		wantErr  error
 		wantSync int32 // synchronizes of both streams together
 	}{
-		{"reached", time.Second, func(a, b *fenceStream) { a.reached.Store(true); b.reached.Store(true) }, waitedFence, nil, 0},
-		{"work fails while polling", time.Minute, func(a, b *fenceStream) {
+		{"reached", time.Second, false, func(a, b *fenceStream) { a.reached.Store(true); b.reached.Store(true) }, waitedFence, nil, 0},
+		{"work fails while polling", time.Minute, false, func(a, b *fenceStream) {
 			a.reached.Store(true)
 			time.AfterFunc(5*time.Millisecond, func() { b.queryErr.Store(errLost) })
 		}, waitedFence, errLost, 0},
-		{"not reached in the poll", 3 * time.Millisecond, func(a, b *fenceStream) { a.reached.Store(true) }, waitedFenceLong, nil, 1},
-		{"no fence", time.Second, func(a, b *fenceStream) { a.reached.Store(true); b.fenceErr = backend.ErrUnsupported }, waitedSync, nil, 2},
-		{"not polling", 0, func(a, b *fenceStream) {}, waitedSync, nil, 2},
+		{"not reached in the poll", 3 * time.Millisecond, false, func(a, b *fenceStream) { a.reached.Store(true) }, waitedFenceLong, nil, 1},
+		{"no fence", time.Second, false, func(a, b *fenceStream) { a.reached.Store(true); b.fenceErr = backend.ErrUnsupported }, waitedSync, nil, 2},
+		{"not polling", 0, false, func(a, b *fenceStream) {}, waitedSync, nil, 2},
+		{"paced: reached later", 0, true, func(a, b *fenceStream) {
+			a.reached.Store(true)
+			time.AfterFunc(5*time.Millisecond, func() { b.reached.Store(true) })
+		}, waitedFence, nil, 0},
+		{"paced: work fails", 0, true, func(a, b *fenceStream) {
+			time.AfterFunc(5*time.Millisecond, func() { a.queryErr.Store(errLost) })
+		}, waitedFence, errLost, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			env := pacedFences // $GPUOS_SYNC_FENCE_PACED, read once per process
+			pacedFences = func() bool { return tt.paced }
+			defer func() { pacedFences = env }()
 			s := &Session{d: &Driver{}}
 			s.fencePoll.Store(int64(tt.poll))
 			a, b := &fenceStream{}, &fenceStream{}
