@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""What the CPUs do during a benchmark: busy time, the hypervisor's steal and
+the interrupt rates (LOC: local timer; CAL: function calls, which also carry
+the wake-up of a thread on another, idle CPU).
+
+  cpustat.py sample OUT.jsonl [PERIOD_S]   sample /proc/stat and /proc/interrupts
+                                           every PERIOD_S (default 0.05) until killed
+  cpustat.py phases OUT.jsonl FROM PHASE_S DURATION_S
+                                           rates per phase kind of an interleaved run
+                                           measured from FROM (unix seconds): alone
+                                           phases even, loaded odd
+  cpustat.py segments OUT.jsonl MARKS      rates per segment ("NAME T0 T1" lines)
+
+bench/sched/cpuprobe.sh uses it; bench/RESULTS.md (session 11) has what it found.
+"""
+import collections
+import json
+import sys
+import time
+
+
+def sample(out, period):
+    with open(out, "w") as f:
+        while True:
+            t = time.time()
+            cpu = {}
+            with open("/proc/stat") as st:
+                for line in st:
+                    if line.startswith("cpu"):
+                        fields = line.split()
+                        # user nice system idle iowait irq softirq steal
+                        cpu[fields[0]] = [int(x) for x in fields[1:9]]
+            irq = {}
+            with open("/proc/interrupts") as fh:
+                ncpu = len(fh.readline().split())
+                for line in fh:
+                    fields = line.split()
+                    if not fields:
+                        continue
+                    name = fields[0].rstrip(":")
+                    counts = []
+                    for x in fields[1:1 + ncpu]:
+                        if not x.isdigit():
+                            break
+                        counts.append(int(x))
+                    if name.isdigit():  # a device line: name it by its description
+                        name += ":" + " ".join(fields[1 + len(counts):])[-24:]
+                    irq[name] = sum(counts)
+            f.write(json.dumps({"t": t, "cpu": cpu["cpu"], "irq": irq}) + "\n")
+            f.flush()
+            time.sleep(max(0.0, period - (time.time() - t)))
+
+
+def load(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def rates(pairs):
+    """Per-second figures over (a, b) sample pairs: CPUs busy, steal, and each interrupt line."""
+    seconds, acc = 0.0, collections.Counter()
+    for a, b in pairs:
+        seconds += b["t"] - a["t"]
+        d = [y - x for x, y in zip(a["cpu"], b["cpu"])]
+        acc["busy"] += (sum(d) - d[3] - d[4]) / 100.0
+        acc["steal"] += d[7] / 100.0
+        for name, n in b["irq"].items():
+            if name in a["irq"]:
+                acc["irq " + name] += n - a["irq"][name]
+    return seconds, acc
+
+
+def line(label, seconds, acc):
+    s = seconds or 1
+    main = " ".join(f"{k} {acc['irq ' + k] / s:.0f}" for k in ("LOC", "CAL", "RES", "TLB"))
+    return f"{label:28s} {seconds:5.1f} s  CPUs busy {acc['busy'] / s:5.2f}  steal {acc['steal'] / s:5.3f}  per s: {main}"
+
+
+def phases(path, start, phase, duration):
+    rows = load(path)
+    groups = {"alone": [], "loaded": []}
+    for a, b in zip(rows, rows[1:]):
+        mid = (a["t"] + b["t"]) / 2 - start
+        if mid < 0 or mid > duration:
+            continue
+        k = int(mid // phase)
+        within = mid - k * phase
+        if within < 0.03 or within > phase - 0.03:  # straddles a phase change
+            continue
+        groups["loaded" if k % 2 else "alone"].append((a, b))
+    for kind in ("alone", "loaded"):
+        print(line(kind, *rates(groups[kind])))
+
+
+def segments(path, marks):
+    rows = load(path)
+    with open(marks) as f:
+        for m in f:
+            fields = m.split()
+            if len(fields) < 3:
+                continue
+            t0, t1 = float(fields[1]), float(fields[2])
+            seg = [r for r in rows if t0 <= r["t"] <= t1]
+            print(line(fields[0], *rates(zip(seg, seg[1:]))))
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1] if len(sys.argv) > 1 else ""
+    if cmd == "sample" and len(sys.argv) in (3, 4):
+        sample(sys.argv[2], float(sys.argv[3]) if len(sys.argv) == 4 else 0.05)
+    elif cmd == "phases" and len(sys.argv) == 6:
+        phases(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]))
+    elif cmd == "segments" and len(sys.argv) == 4:
+        segments(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit(__doc__)
