@@ -57,5 +57,6 @@
 // Staging methods are safe for concurrent use under the same rule; Wait and
 // View call back with that lock held shared, so their callbacks call no
 // method of the area, and a caller's own locks come after it. OnFull runs
-// with the producer's lock held shared: it must not write to that ring.
+// with the producer's lock held shared: it must not write to that ring;
+// OnEmpty with the consumer's: it must not read that ring.
 package ring
