@@ -31,6 +31,7 @@ tenants:
   - {name: attacker, uids: [self], memory: 256MiB}
   - {name: vendor, uids: [self], memory: 64MiB, trust: trusted}
   - {name: loner, uids: [self], memory: 64MiB, trust: isolated}
+  - {name: service, uids: [self], memory: 64MiB, priority: high}
 `
 	if len(trusted) > 0 {
 		y += "trusted_modules: [" + strings.Join(trusted, ", ") + "]\n"
@@ -176,6 +177,64 @@ func TestDaemonAttacks(t *testing.T) {
 				t.Errorf("attacker's session missing from ps")
 			}
 			assertAudit(t, env, s.ID(), "violation")
+		})
+	}
+}
+
+// TestDaemonAttackFromTheHighClass: a session of the high class waits for
+// its kernels by polling fences and completes their events itself after
+// answering (sched.Queue.SetOwnCompletions); an attack from it is caught at
+// its synchronize all the same, and the victim keeps running.
+func TestDaemonAttackFromTheHighClass(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Config: twoTenants(t)})
+	ctx := ctxT(t)
+	_, victim := session(t, env, "victim")
+	vbuf, err := victim.CreateBuffer(ctx, victimSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vbuf.Write(ctx, 0, secret(victimSize)); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range attackFiles(t)[:2] {
+		t.Run(a.name, func(t *testing.T) {
+			_, s := session(t, env, "service")
+			own, err := s.CreateBuffer(ctx, ownSize)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ptr := make([]byte, 8)
+			binary.LittleEndian.PutUint64(ptr, vbuf.Addr())
+			if err := own.Write(ctx, 0, ptr); err != nil {
+				t.Fatal(err)
+			}
+			prog, err := s.LoadProgram(ctx, a.src, a.name)
+			if err != nil {
+				t.Fatalf("load: %v", err)
+			}
+			k, err := prog.Kernel(ctx, "attack")
+			if err != nil {
+				t.Fatal(err)
+			}
+			base, size := s.Window()
+			if err := s.Launch(k, client.LaunchConfig{Grid: client.Dim3{X: a.grid}, Block: client.Dim3{X: a.block}, SharedMem: a.shared},
+				own, uint64(ownSize), base, base+size, vbuf.Addr()); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Synchronize(ctx); !errors.Is(err, client.ErrGuardViolation) {
+				t.Fatalf("the high-class attacker's synchronize = %v, want GuardViolation", err)
+			}
+			if _, err := s.CreateBuffer(ctx, 64); !errors.Is(err, client.ErrGuardViolation) {
+				t.Errorf("a revoked session's next request = %v, want GuardViolation", err)
+			}
+			got := make([]byte, victimSize)
+			if err := vbuf.Read(ctx, 0, got); err != nil {
+				t.Fatalf("victim read after the attack: %v", err)
+			}
+			if !bytes.Equal(got, secret(victimSize)) {
+				t.Fatalf("the victim's data changed")
+			}
+			vecaddCheck(t, ctx, victim)
 		})
 	}
 }
