@@ -263,7 +263,6 @@ func loadHiccups(dir, name string) (hiccups, bool) {
 	var h hiccups
 	ok := false
 	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 256<<20) // an interleaved run's line holds every latency (PhasesUs)
 	for sc.Scan() {
 		var x hiccups
 		if n, _ := fmt.Sscanf(sc.Text(), "summary cpus=%d seconds=%g gaps_over_1ms=%d lost_ms=%g max_us=%g",
