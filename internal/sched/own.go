@@ -75,22 +75,7 @@ func (q *Queue) Reap() int {
 	q.st.Reaped += uint64(n)
 	q.trimOwnedLocked()
 	if n > 0 {
-		s.gen.Add(1)
-		if len(dones) > 0 {
-			s.mu.Unlock()
-			for _, c := range dones {
-				if c.Done != nil {
-					c.Done(c.err)
-				}
-			}
-			clear(dones)
-			s.mu.Lock()
-		}
-		// As a waiter does: the room this frees is the dispatcher
-		// goroutine's to use if it is awake, else this goroutine's.
-		if !s.bgAwake.Load() {
-			s.runLocked(waiterBudget)
-		}
+		s.afterCompletionsLocked(dones) // as a waiter does
 	}
 	q.reaped = dones[:0]
 	s.mu.Unlock()

@@ -176,28 +176,33 @@ func (s *Scheduler) wait(w *waiter) {
 		s.mu.Lock()
 		p.synced = synced
 		dones = s.completeLocked(p, err, dones[:0])
-		s.gen.Add(1)
-		// The finished commands are reported first: a waiting client (a
-		// latency-critical service synchronizing on its kernel) is on their
-		// path, and issuing more work takes driver calls.
-		if len(dones) > 0 {
-			s.mu.Unlock()
-			for _, c := range dones {
-				if c.Done != nil {
-					c.Done(c.err)
-				}
-			}
-			clear(dones)
-			s.mu.Lock()
-		}
-		// The room this frees is the dispatcher goroutine's to use if it is
-		// awake (this goroutine goes back to waiting for the next event at
-		// once); else this goroutine issues some itself.
-		if !s.bgAwake.Load() {
-			s.runLocked(waiterBudget)
-		}
+		s.afterCompletionsLocked(dones)
 	}
 	s.mu.Unlock()
+}
+
+// afterCompletionsLocked follows completions (a waiter's, or a submitter's
+// Reap): it runs the finished commands' Done callbacks without the lock,
+// then clears dones. They come first: a waiting client (a latency-critical
+// service synchronizing on its kernel) is on their path, and issuing more
+// work takes driver calls. The room the completions freed is then the
+// dispatcher goroutine's to use if it is awake, else the caller issues some
+// itself.
+func (s *Scheduler) afterCompletionsLocked(dones []*Command) {
+	s.gen.Add(1)
+	if len(dones) > 0 {
+		s.mu.Unlock()
+		for _, c := range dones {
+			if c.Done != nil {
+				c.Done(c.err)
+			}
+		}
+		clear(dones)
+		s.mu.Lock()
+	}
+	if !s.bgAwake.Load() {
+		s.runLocked(waiterBudget)
+	}
 }
 
 // pollEvent waits for ev by querying it every period.
