@@ -138,12 +138,18 @@ func (s *Session) awaitStreams(streams []backend.Stream) (how int, err error) {
 			return how, err
 		}
 	}
+	return waitedSync, synchronize(streams)
+}
+
+// synchronize blocks in the driver until each stream's work completed, and
+// returns the first error one reports.
+func synchronize(streams []backend.Stream) error {
 	for _, st := range streams {
 		if err := st.Synchronize(); err != nil {
-			return waitedSync, err
+			return err
 		}
 	}
-	return waitedSync, nil
+	return nil
 }
 
 func (s *Session) pollFences(streams []backend.Stream, fences []backend.Fence, poll time.Duration) (int, error) {
@@ -156,12 +162,7 @@ func (s *Session) pollFences(streams []backend.Stream, fences []backend.Fence, p
 		}
 		waited := time.Since(start)
 		if waited >= poll {
-			for _, st := range streams[i:] {
-				if err := st.Synchronize(); err != nil {
-					return waitedFenceLong, err
-				}
-			}
-			return waitedFenceLong, nil
+			return waitedFenceLong, synchronize(streams[i:])
 		}
 		if waited >= query {
 			// Failed work: the fence is never reached, and Query says why.
@@ -191,12 +192,7 @@ func pollFencesPaced(streams []backend.Stream, fences []backend.Fence) (int, err
 			return waitedFence, err // failed work: the fence is never reached
 		}
 		if time.Since(start) >= pacedLimit {
-			for _, st := range streams[i:] {
-				if err := st.Synchronize(); err != nil {
-					return waitedFenceLong, err
-				}
-			}
-			return waitedFenceLong, nil
+			return waitedFenceLong, synchronize(streams[i:])
 		}
 		time.Sleep(nap)
 		nap = min(2*nap, pacedMax)
