@@ -106,6 +106,9 @@ func vecaddCheck(t *testing.T, ctx context.Context, s *client.Session) {
 
 // TestDaemonAttacks runs every attack kernel in an attacker's session next to
 // a victim's, through the real daemon and the client API: each is caught.
+// The attacker is of the normal class, then of the high class ("service"),
+// whose session waits for its kernels by polling fences and completes their
+// events itself after answering (sched.Queue.SetOwnCompletions).
 func TestDaemonAttacks(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{Config: twoTenants(t)})
 	ctx := ctxT(t)
@@ -118,125 +121,76 @@ func TestDaemonAttacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	vecaddCheck(t, ctx, victim)
-	for _, a := range attackFiles(t) {
-		t.Run(a.name, func(t *testing.T) {
-			c, s := session(t, env, "attacker")
-			own, err := s.CreateBuffer(ctx, ownSize)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ptr := make([]byte, 8)
-			binary.LittleEndian.PutUint64(ptr, vbuf.Addr())
-			if err := own.Write(ctx, 0, ptr); err != nil {
-				t.Fatal(err)
-			}
-			prog, err := s.LoadProgram(ctx, a.src, a.name)
-			if err != nil {
-				t.Fatalf("load: %v", err)
-			}
-			k, err := prog.Kernel(ctx, "attack")
-			if err != nil {
-				t.Fatal(err)
-			}
-			base, size := s.Window()
-			err = s.Launch(k, client.LaunchConfig{Grid: client.Dim3{X: a.grid}, Block: client.Dim3{X: a.block}, SharedMem: a.shared},
-				own, uint64(ownSize), base, base+size, vbuf.Addr())
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = s.Synchronize(ctx)
-			if !errors.Is(err, client.ErrGuardViolation) {
-				t.Fatalf("attacker's synchronize = %v, want GuardViolation", err)
-			}
-			t.Logf("attacker got: %v", err)
-			if _, err := s.CreateBuffer(ctx, 64); !errors.Is(err, client.ErrGuardViolation) {
-				t.Errorf("a revoked session's next request = %v, want GuardViolation", err)
-			}
-			got := make([]byte, victimSize)
-			if err := vbuf.Read(ctx, 0, got); err != nil {
-				t.Fatalf("victim read after the attack: %v", err)
-			}
-			if !bytes.Equal(got, secret(victimSize)) {
-				t.Fatalf("the victim's data changed")
-			}
-			vecaddCheck(t, ctx, victim)
-			stats, err := c.Sessions(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			found := false
-			for _, st := range stats {
-				if st.ID == s.ID() {
-					found = true
-					if st.Violations != 1 || st.State != "revoked" {
-						t.Errorf("attacker's stat: %d violations, state %q; want 1, revoked", st.Violations, st.State)
-					}
-				}
-			}
-			if !found {
-				t.Errorf("attacker's session missing from ps")
-			}
-			assertAudit(t, env, s.ID(), "violation")
-		})
+	for _, attacker := range []string{"attacker", "service"} {
+		for _, a := range attackFiles(t) {
+			t.Run(attacker+"/"+a.name, func(t *testing.T) {
+				attack(t, ctx, env, attacker, a, victim, vbuf)
+			})
+		}
 	}
 }
 
-// TestDaemonAttackFromTheHighClass: a session of the high class waits for
-// its kernels by polling fences and completes their events itself after
-// answering (sched.Queue.SetOwnCompletions); an attack from it is caught at
-// its synchronize all the same, and the victim keeps running.
-func TestDaemonAttackFromTheHighClass(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{Config: twoTenants(t)})
-	ctx := ctxT(t)
-	_, victim := session(t, env, "victim")
-	vbuf, err := victim.CreateBuffer(ctx, victimSize)
+// attack runs attack kernel a in a session of tenant attacker, aimed at
+// vbuf, the victim's buffer, and checks that it is caught and changes
+// nothing of the victim's.
+func attack(t *testing.T, ctx context.Context, env *testenv.Env, attacker string, a attackSpec, victim *client.Session, vbuf *client.Buffer) {
+	c, s := session(t, env, attacker)
+	own, err := s.CreateBuffer(ctx, ownSize)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := vbuf.Write(ctx, 0, secret(victimSize)); err != nil {
+	ptr := make([]byte, 8)
+	binary.LittleEndian.PutUint64(ptr, vbuf.Addr())
+	if err := own.Write(ctx, 0, ptr); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range attackFiles(t)[:2] {
-		t.Run(a.name, func(t *testing.T) {
-			_, s := session(t, env, "service")
-			own, err := s.CreateBuffer(ctx, ownSize)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ptr := make([]byte, 8)
-			binary.LittleEndian.PutUint64(ptr, vbuf.Addr())
-			if err := own.Write(ctx, 0, ptr); err != nil {
-				t.Fatal(err)
-			}
-			prog, err := s.LoadProgram(ctx, a.src, a.name)
-			if err != nil {
-				t.Fatalf("load: %v", err)
-			}
-			k, err := prog.Kernel(ctx, "attack")
-			if err != nil {
-				t.Fatal(err)
-			}
-			base, size := s.Window()
-			if err := s.Launch(k, client.LaunchConfig{Grid: client.Dim3{X: a.grid}, Block: client.Dim3{X: a.block}, SharedMem: a.shared},
-				own, uint64(ownSize), base, base+size, vbuf.Addr()); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Synchronize(ctx); !errors.Is(err, client.ErrGuardViolation) {
-				t.Fatalf("the high-class attacker's synchronize = %v, want GuardViolation", err)
-			}
-			if _, err := s.CreateBuffer(ctx, 64); !errors.Is(err, client.ErrGuardViolation) {
-				t.Errorf("a revoked session's next request = %v, want GuardViolation", err)
-			}
-			got := make([]byte, victimSize)
-			if err := vbuf.Read(ctx, 0, got); err != nil {
-				t.Fatalf("victim read after the attack: %v", err)
-			}
-			if !bytes.Equal(got, secret(victimSize)) {
-				t.Fatalf("the victim's data changed")
-			}
-			vecaddCheck(t, ctx, victim)
-		})
+	prog, err := s.LoadProgram(ctx, a.src, a.name)
+	if err != nil {
+		t.Fatalf("load: %v", err)
 	}
+	k, err := prog.Kernel(ctx, "attack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, size := s.Window()
+	err = s.Launch(k, client.LaunchConfig{Grid: client.Dim3{X: a.grid}, Block: client.Dim3{X: a.block}, SharedMem: a.shared},
+		own, uint64(ownSize), base, base+size, vbuf.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Synchronize(ctx)
+	if !errors.Is(err, client.ErrGuardViolation) {
+		t.Fatalf("attacker's synchronize = %v, want GuardViolation", err)
+	}
+	t.Logf("attacker got: %v", err)
+	if _, err := s.CreateBuffer(ctx, 64); !errors.Is(err, client.ErrGuardViolation) {
+		t.Errorf("a revoked session's next request = %v, want GuardViolation", err)
+	}
+	got := make([]byte, victimSize)
+	if err := vbuf.Read(ctx, 0, got); err != nil {
+		t.Fatalf("victim read after the attack: %v", err)
+	}
+	if !bytes.Equal(got, secret(victimSize)) {
+		t.Fatalf("the victim's data changed")
+	}
+	vecaddCheck(t, ctx, victim)
+	stats, err := c.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, st := range stats {
+		if st.ID == s.ID() {
+			found = true
+			if st.Violations != 1 || st.State != "revoked" {
+				t.Errorf("attacker's stat: %d violations, state %q; want 1, revoked", st.Violations, st.State)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("attacker's session missing from ps")
+	}
+	assertAudit(t, env, s.ID(), "violation")
 }
 
 // assertAudit finds an audit record of the kind for the session.
