@@ -182,7 +182,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.cancel = cancel
 	m.mu.Unlock()
 	first := m.spawn(sctx, 0)
-	info, err := first.waitStarted(ctx)
+	info, err := first.waitReady(ctx, true)
 	if err != nil {
 		cancel()
 		first.stop()

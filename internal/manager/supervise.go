@@ -181,14 +181,20 @@ func (d *driverProc) setDown(err error) {
 
 // waitReady waits until the driver is up and returns what it reported. A
 // control connection that has already broken counts as down even before the
-// supervisor has noticed the exit.
-func (d *driverProc) waitReady(ctx context.Context) (*v1.Devices, error) {
+// supervisor has noticed the exit. With starting (the driver's first start),
+// a driver that exits before it is ready ends the wait with why: one that
+// cannot start (a bad setting in its environment, no device) would
+// otherwise be restarted for ever while clients wait.
+func (d *driverProc) waitReady(ctx context.Context, starting bool) (*v1.Devices, error) {
 	for {
 		d.mu.Lock()
 		info, ctl, lastErr := d.info, d.ctl, d.lastErr
 		d.mu.Unlock()
 		if ctl != nil && ctl.Err() == nil {
 			return info, nil
+		}
+		if starting && lastErr != nil {
+			return nil, fmt.Errorf("driver exited before it was ready: %w", lastErr)
 		}
 		select {
 		case <-d.exited:
@@ -203,37 +209,12 @@ func (d *driverProc) waitReady(ctx context.Context) (*v1.Devices, error) {
 	}
 }
 
-// waitStarted is waitReady for a driver starting for the first time: if it
-// exits before it is ready — a driver that cannot start (a bad setting in
-// its environment, no device) would otherwise be restarted for ever while
-// clients wait — it returns why.
-func (d *driverProc) waitStarted(ctx context.Context) (*v1.Devices, error) {
-	for {
-		d.mu.Lock()
-		info, ctl, lastErr := d.info, d.ctl, d.lastErr
-		d.mu.Unlock()
-		switch {
-		case ctl != nil && ctl.Err() == nil:
-			return info, nil
-		case lastErr != nil:
-			return nil, fmt.Errorf("driver exited before it was ready: %w", lastErr)
-		}
-		select {
-		case <-d.exited:
-			return nil, v1.Errorf(v1.CodeDeviceLost, "driver of device %d stopped", d.ordinal)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
 // control returns the driver's control client, waiting (up to ctx, at most 10 s)
 // for a driver that is restarting.
 func (d *driverProc) control(ctx context.Context) (*wire.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := d.waitReady(ctx); err != nil {
+	if _, err := d.waitReady(ctx, false); err != nil {
 		return nil, v1.Errorf(v1.CodeDeviceLost, "driver of device %d is not running: %v", d.ordinal, err)
 	}
 	return d.controlNow()
