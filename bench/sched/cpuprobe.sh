@@ -5,13 +5,17 @@
 # the CPUs; then the same natively, once. For each run it prints the
 # service's P50 and P99 in the alone and loaded phases, the best-effort
 # throughput, and per phase kind the CPUs busy, the hypervisor's steal and
-# the timer (LOC) and wake-up (CAL) interrupt rates. Configurations
+# the timer (LOC) and wake-up (CAL) interrupt rates, and per process (daemon,
+# drivers, clients) the CPU it ran, its threads' wait for a CPU and how often
+# they slept and were preempted. Configurations
 # alternate, ROUNDS times.
 #
 #   CFGS="X=1 GPUOS_SYNC_OWN=0" bench/sched/cpuprobe.sh      (on the GPU machine)
 #
 # CFGS is a space-separated list of configurations, each a comma-separated
-# list of environment assignments for the daemon (X=1: none). Built as for
+# list of environment assignments for the daemon (X=1: none), or, prefixed
+# with be. or hp., for the best-effort clients or the service's client
+# (be.GPUOS_RING_SPIN=10ms: the best-effort clients poll their rings 10 ms). Built as for
 # run.sh (bench/sched/build.sh, into .carry/bench-sched/). Environment:
 #   OUT=DIR     results (default /tmp/gpuos-sched-cpu)
 #   ROUNDS=N    default 2;  DUR=S default 6;  PHASE=MS default 500;
@@ -53,25 +57,38 @@ n=0
 for round in $(seq 1 "$ROUNDS"); do
 	for cfg in $CFGS; do
 		n=$((n + 1))
-		# shellcheck disable=SC2086 # the assignments split on commas
-		env ${cfg//,/ } "$BIN/gpuos" serve --backend cuda --config "$OUT/sched.yaml" --socket "$GPUOS_SOCKET" > "$OUT/serve-$n.log" 2>&1 &
+		daemon_env=(X=1) be_env=(X=1) hp_env=(X=1)
+		IFS=, read -ra assignments <<< "$cfg"
+		for a in "${assignments[@]}"; do
+			case $a in
+			be.*) be_env+=("${a#be.}") ;;
+			hp.*) hp_env+=("${a#hp.}") ;;
+			*) daemon_env+=("$a") ;;
+			esac
+		done
+		env "${daemon_env[@]}" "$BIN/gpuos" serve --backend cuda --config "$OUT/sched.yaml" --socket "$GPUOS_SOCKET" > "$OUT/serve-$n.log" 2>&1 &
 		daemon=$!
 		for _ in $(seq 1 100); do GPUOS_TOKEN=hp "$BIN/gpuos" policy list > /dev/null 2>&1 && break; sleep 0.2; done
 		GPUOS_TOKEN=hp "$BIN/gpuos" policy use priority > /dev/null
-		python3 bench/sched/cpustat.py sample "$OUT/cpu-$n.jsonl" & sampler=$!
+		python3 bench/sched/cpustat.py sample "$OUT/cpu-$n.jsonl" 0.05 gpuos,schedbench & sampler=$!
 		START=$(date -d "+$WARM seconds" +%s.%N)
-		sb() { local tok=$1; shift; GPUOS_TOKEN=$tok timeout $((SPAN + 60)) "$BIN/schedbench" "$@" --ptx "$PTX" --duration "${SPAN}s" --start-at "$START" --phase "${PHASE}ms"; }
+		echo "$START" > "$OUT/start-$n.txt"
+		sb() { local tok=$1; shift; env "${client_env[@]}" GPUOS_TOKEN=$tok timeout $((SPAN + 60)) "$BIN/schedbench" "$@" --ptx "$PTX" --duration "${SPAN}s" --start-at "$START" --phase "${PHASE}ms"; }
+		client_env=("${be_env[@]}")
 		sb be1 be "${BE[@]}" --label il > "$OUT/be1-$n.json" 2> "$OUT/be1-$n.err" & b1=$!
 		sb be2 be "${BE[@]}" --label il > "$OUT/be2-$n.json" 2> "$OUT/be2-$n.err" & b2=$!
+		client_env=("${hp_env[@]}")
 		sb hp hp "${HP[@]}" --period 1000us --label interleaved > "$OUT/hp-$n.json" 2> "$OUT/hp-$n.err"
 		wait $b1 $b2
 		kill $sampler $daemon; wait $daemon 2> /dev/null || true
 		echo "[$cfg] round $round: $(summary "$OUT/hp-$n.json" "$OUT/be1-$n.json" "$OUT/be2-$n.json")"
+		"$BIN/schedbench" ratio "$OUT/hp-$n.json" | sed 's/^.*: P99/    P99/'
 		phases "$OUT/cpu-$n.jsonl"
 	done
 done
-python3 bench/sched/cpustat.py sample "$OUT/cpu-native.jsonl" & sampler=$!
+python3 bench/sched/cpustat.py sample "$OUT/cpu-native.jsonl" 0.05 native & sampler=$!
 START=$(date -d "+$WARM seconds" +%s.%N)
+echo "$START" > "$OUT/start-native.txt"
 nat() { timeout $((SPAN + 60)) "$OUT/native" "$@" --duration-s "$SPAN" --start-at "$START" --phase-ms "$PHASE"; }
 nat be "${BE[@]}" --label il > "$OUT/native-be1.json" & b1=$!
 nat be "${BE[@]}" --label il > "$OUT/native-be2.json" & b2=$!

@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
 """What the CPUs do during a benchmark: busy time, the hypervisor's steal and
 the interrupt rates (LOC: local timer; CAL: function calls, which also carry
-the wake-up of a thread on another, idle CPU).
+the wake-up of a thread on another, idle CPU), and per process of the named
+programs the CPU its threads ran, the time they waited for a CPU when ready
+(/proc/PID/task/*/schedstat) and how often they slept (voluntary context
+switches: each ends with a wake-up) or were preempted.
 
-  cpustat.py sample OUT.jsonl [PERIOD_S]   sample /proc/stat and /proc/interrupts
-                                           every PERIOD_S (default 0.05) until killed
+  cpustat.py sample OUT.jsonl [PERIOD_S [PROGRAMS]]
+                                           sample /proc/stat and /proc/interrupts
+                                           every PERIOD_S (default 0.05) until killed;
+                                           PROGRAMS: comma-separated command names
+                                           (e.g. gpuos,schedbench,native) whose
+                                           processes are sampled too
   cpustat.py phases OUT.jsonl FROM PHASE_S DURATION_S
                                            rates per phase kind of an interleaved run
                                            measured from FROM (unix seconds): alone
@@ -15,14 +22,72 @@ bench/sched/cpuprobe.sh uses it; bench/RESULTS.md (session 11) has what it found
 """
 import collections
 import json
+import os
 import sys
 import time
 
 
-def sample(out, period):
+def role(pid):
+    """A process's name in the figures: its program, first argument and,
+    for a gpuos client, its token (bench tenants share a program)."""
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    if not argv:  # exiting
+        raise OSError("no command line")
+    name = os.path.basename(argv[0]) + (" " + argv[1] if len(argv) > 1 else "")
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            for kv in f.read().split(b"\0"):
+                if kv.startswith(b"GPUOS_TOKEN="):
+                    name += " " + kv[12:].decode(errors="replace")
+    except OSError:
+        pass
+    return name
+
+
+def find(programs):
+    """The processes of the named programs: {pid: role}."""
+    found = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() in programs:
+                    found[pid] = role(pid)
+        except OSError:
+            pass
+    return found
+
+
+def threads(pid):
+    """Summed over a process's threads: [ran ns, waited ns, voluntary, involuntary switches, threads]."""
+    acc = [0, 0, 0, 0, 0]
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                ran, waited, _ = f.read().split()
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches"):
+                        acc[2] += int(line.split()[1])
+                    elif line.startswith("nonvoluntary_ctxt_switches"):
+                        acc[3] += int(line.split()[1])
+        except (OSError, ValueError):
+            continue
+        acc[0] += int(ran)
+        acc[1] += int(waited)
+        acc[4] += 1
+    return acc
+
+
+def sample(out, period, programs=()):
+    procs, looked = {}, 0.0
     with open(out, "w") as f:
         while True:
             t = time.time()
+            if programs and t - looked > 0.5:  # new processes come and go between scenarios
+                procs, looked = find(programs), t
             cpu = {}
             with open("/proc/stat") as st:
                 for line in st:
@@ -46,7 +111,13 @@ def sample(out, period):
                     if name.isdigit():  # a device line: name it by its description
                         name += ":" + " ".join(fields[1 + len(counts):])[-24:]
                     irq[name] = sum(counts)
-            f.write(json.dumps({"t": t, "cpu": cpu["cpu"], "irq": irq}) + "\n")
+            per = {}
+            for pid, name in procs.items():
+                try:
+                    per[f"{name} [{pid}]"] = threads(pid)
+                except OSError:
+                    pass
+            f.write(json.dumps({"t": t, "cpu": cpu["cpu"], "irq": irq, "procs": per}) + "\n")
             f.flush()
             time.sleep(max(0.0, period - (time.time() - t)))
 
@@ -67,13 +138,25 @@ def rates(pairs):
         for name, n in b["irq"].items():
             if name in a["irq"]:
                 acc["irq " + name] += n - a["irq"][name]
+        for name, v in b.get("procs", {}).items():
+            u = a.get("procs", {}).get(name)
+            if u is None:
+                continue
+            for i, key in enumerate(("ran", "waited", "slept", "preempted")):
+                acc[f"proc {name}\0{key}"] += max(0, v[i] - u[i])  # a thread that exits takes its counts
     return seconds, acc
 
 
 def line(label, seconds, acc):
     s = seconds or 1
     main = " ".join(f"{k} {acc['irq ' + k] / s:.0f}" for k in ("LOC", "CAL", "RES", "TLB"))
-    return f"{label:28s} {seconds:5.1f} s  CPUs busy {acc['busy'] / s:5.2f}  steal {acc['steal'] / s:5.3f}  per s: {main}"
+    out = f"{label:28s} {seconds:5.1f} s  CPUs busy {acc['busy'] / s:5.2f}  steal {acc['steal'] / s:5.3f}  per s: {main}"
+    names = sorted({k[5:].split("\0")[0] for k in acc if k.startswith("proc ")})
+    for name in names:
+        v = {key: acc[f"proc {name}\0{key}"] / s for key in ("ran", "waited", "slept", "preempted")}
+        out += (f"\n  {name:40s} CPU {v['ran'] / 1e9:5.3f}  waited for one {v['waited'] / 1e6:6.2f} ms/s"
+                f"  slept {v['slept']:6.0f}/s  preempted {v['preempted']:5.0f}/s")
+    return out
 
 
 def phases(path, start, phase, duration):
@@ -106,8 +189,9 @@ def segments(path, marks):
 
 if __name__ == "__main__":
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
-    if cmd == "sample" and len(sys.argv) in (3, 4):
-        sample(sys.argv[2], float(sys.argv[3]) if len(sys.argv) == 4 else 0.05)
+    if cmd == "sample" and len(sys.argv) in (3, 4, 5):
+        sample(sys.argv[2], float(sys.argv[3]) if len(sys.argv) >= 4 else 0.05,
+               sys.argv[4].split(",") if len(sys.argv) == 5 else ())
     elif cmd == "phases" and len(sys.argv) == 6:
         phases(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]))
     elif cmd == "segments" and len(sys.argv) == 4:

@@ -38,13 +38,15 @@
 #               0: none): how much of each CPU the host took away, which the
 #               service's tail depends on (bench/RESULTS.md, session 8)
 #   PHASE=MS    the interleaved scenario's phase (default 500; 0: not run):
-#               the service runs for 2 x DUR seconds while the best-effort
-#               tenants alternate PHASE ms idle and PHASE ms saturating, and
-#               its P99 is taken over the alone phases and over the loaded
+#               the service runs for ILDUR seconds (default 2 x DUR) while
+#               the best-effort tenants alternate PHASE ms idle and PHASE ms
+#               saturating, and its P99 is taken over the alone phases and over the loaded
 #               ones of the same window, so that what the host does over
 #               time (bench/hiccup) falls on both alike; requests in the first
 #               SETTLE ms (default 25) of an alone phase, while the load
 #               drains, count in neither
+#   ILDUR=S     the interleaved scenario's length: more phase pairs narrow
+#               the report's bootstrap range of its P99 ratio (60: 60 pairs)
 #   DIAG=1      afterwards, the service alone and with the load again with
 #               every ring polling (GPUOS_RING_SPIN=$DIAG_SPIN, default 2ms):
 #               what waking an idle daemon costs the service (~30 s more)
@@ -60,6 +62,7 @@ RESERVE=${RESERVE:-8}
 TRACE=${TRACE:-0}
 HICCUP=${HICCUP:-4}
 PHASE=${PHASE:-500}
+ILDUR=${ILDUR:-$((2 * DUR))}
 SETTLE=${SETTLE:-25}
 PTX=$PWD/testdata/kernels/bench.ptx
 
@@ -112,7 +115,7 @@ wait
 if [[ $PHASE != 0 ]]; then
 	echo "   interleaved: best effort idle and saturating by turns of $PHASE ms"; start_in "$WARM"
 	IL=(--phase-ms "$PHASE" --settle-ms "$SETTLE")
-	export RUNDUR=$((2 * DUR))
+	export RUNDUR=$ILDUR
 	be_native interleaved "${IL[@]}" > "$OUT/native-be-interleaved-1.json" & be_native interleaved "${IL[@]}" > "$OUT/native-be-interleaved-2.json" &
 	hp_native interleaved "${IL[@]}" > "$OUT/native-hp-interleaved.json"
 	wait
@@ -181,7 +184,7 @@ gp ps --tenants | tee "$OUT/tenants-after-latency.txt"
 if [[ $PHASE != 0 ]]; then
 	echo "   interleaved: best effort idle and saturating by turns of $PHASE ms"; start_in "$WARM"
 	IL=(--phase "${PHASE}ms" --settle "${SETTLE}ms")
-	export RUNDUR=$((2 * DUR))
+	export RUNDUR=$ILDUR
 	be_gpuos be1 interleaved "${IL[@]}" > "$OUT/gpuos-be-interleaved-1.json" 2> "$OUT/gpuos-be-interleaved-1.err" & A=$!
 	be_gpuos be2 interleaved "${IL[@]}" > "$OUT/gpuos-be-interleaved-2.json" 2> "$OUT/gpuos-be-interleaved-2.err" & B=$!
 	hp_gpuos interleaved "${IL[@]}" > "$OUT/gpuos-hp-interleaved.json" 2> "$OUT/gpuos-hp-interleaved.err" & C=$!

@@ -9,6 +9,7 @@
 //	schedbench shares --tokens a,b --weights 1,3 ...         two tenants with short and long kernels, both saturating
 //	schedbench report DIR                                    the table, with verdicts
 //	schedbench stages [--label L --phase D --settle D] DIR   a traced service's time by stage (stages.go)
+//	schedbench ratio HP.json...                              an interleaved service's P99 ratio and its bootstrap range (ratio.go)
 //
 // The kernel is spin(ns, done) of testdata/kernels/bench.ptx: every block
 // spins on %globaltimer for ns nanoseconds. With --trace FILE, hp runs
@@ -83,7 +84,7 @@ type ShareResult struct {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: schedbench hp|be|shares|report|stages [flags] (see the package doc)")
+		fmt.Fprintln(os.Stderr, "usage: schedbench hp|be|shares|report|stages|ratio [flags] (see the package doc)")
 		os.Exit(2)
 	}
 	ctx := context.Background()
@@ -93,6 +94,8 @@ func main() {
 		err = runMode(ctx, mode, os.Args[2:])
 	case "stages":
 		err = runStages(os.Args[2:], os.Stdout)
+	case "ratio":
+		err = runRatio(os.Args[2:], os.Stdout)
 	case "report":
 		if len(os.Args) != 3 {
 			err = errors.New("usage: schedbench report DIR")
