@@ -51,7 +51,9 @@
 // stage times to when it ends, with every command's times in a CSV beside
 // it (latency.go); with it, $GPUOS_STALL_TRACE names a directory where a
 // high-class session's stalls leave a flight recording of the Go execution
-// trace; $GPUOS_SCHED_EXPRESS=0 turns the scheduler's express lane off
+// trace; $GPUOS_GO_TRACE names a file for the Go execution trace of one
+// window, $GPUOS_GO_TRACE_WINDOW ("AFTER+FOR", default 0s+1s) after the
+// driver starts (gotrace.go); $GPUOS_SCHED_EXPRESS=0 turns the scheduler's express lane off
 // (sched.Options.NoExpress), $GPUOS_SCHED_HIGHFIRST=0 its high-class
 // submitters' issuing first (sched.Options.NoHighFirst);
 // $GPUOS_SCHED_GOSCHED=1 makes its poll loops yield the goroutine rather
@@ -65,8 +67,10 @@
 // instead of polling fences, and $GPUOS_SYNC_FENCE_SPIN sets how long
 // they poll before yielding the CPU between polls, and $GPUOS_SYNC_OWN=0
 // leaves their completion events to the scheduler's waiters;
-// $GPUOS_SYNC_FENCE_PACED=1 (an experiment, not yet measured) makes every
-// other session wait by fences too, looking less and less often;
+// $GPUOS_SYNC_FENCE_PACED=1 (an experiment: it left the wake-ups as they
+// were, and the service's tail within the noise, bench/RESULTS.md session
+// 12) makes every other session wait by fences too, looking less and less
+// often;
 // $GPUOS_HIGH_NICE serves each high-class session on a thread of that nice
 // value. The cuda backend reads $GPUOS_CUDA_SCHED (how
 // the driver's synchronizing calls wait) and $GPUOS_CUDA_SLOW_LOG (driver

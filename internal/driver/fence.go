@@ -33,11 +33,11 @@ func (d *Driver) fencePoll(t *tenantState) time.Duration {
 // PacedFenceEnv, set to "1", makes the synchronizing calls of sessions that
 // do not poll fences (every class but the high) wait by fences too, sleeping
 // between looks (pollFencesPaced) instead of blocking in the driver's stream
-// synchronize. An experiment, off until measured on a GPU: a goroutine
-// blocked in a long driver call keeps the Go runtime's monitor thread waking
-// ~1,800 times a second (measured on a CPU in session 11), on a virtual
-// machine an interrupt to an idle CPU each, and the best-effort load's
-// synchronizes block for milliseconds.
+// synchronize. An experiment, off: it was to spare the Go runtime's monitor
+// thread the wake-ups a long driver call causes, but on the H100 (session
+// 12, run 70) the wake-ups and interrupts under the best-effort load stayed
+// as they were (the driver's own threads parking and waking make most of
+// them), and the service's tail moved within the noise.
 const PacedFenceEnv = "GPUOS_SYNC_FENCE_PACED"
 
 var pacedFences = sync.OnceValue(func() bool { return os.Getenv(PacedFenceEnv) == "1" })
