@@ -47,6 +47,8 @@
 #               drains, count in neither
 #   ILDUR=S     the interleaved scenario's length: more phase pairs narrow
 #               the report's bootstrap range of its P99 ratio (60: 60 pairs)
+#   SERVE_ENV   space-separated assignments for the daemon only (its
+#               drivers inherit them), e.g. SERVE_ENV=GOMAXPROCS=2
 #   DIAG=1      afterwards, the service alone and with the load again with
 #               every ring polling (GPUOS_RING_SPIN=$DIAG_SPIN, default 2ms):
 #               what waking an idle daemon costs the service (~30 s more)
@@ -64,6 +66,7 @@ HICCUP=${HICCUP:-4}
 PHASE=${PHASE:-500}
 ILDUR=${ILDUR:-$((2 * DUR))}
 SETTLE=${SETTLE:-25}
+SERVE_ENV=${SERVE_ENV:-X=1}
 PTX=$PWD/testdata/kernels/bench.ptx
 
 # Workloads. The service: one block of 32 threads spinning 20 us, every 1 ms.
@@ -133,7 +136,8 @@ SERVE=
 # and waits until it answers.
 serve() {
 	local log=${1:-$OUT/serve.log} config=${2:-$OUT/sched.yaml}
-	"$BIN/gpuos" serve --backend cuda --config "$config" --socket "$GPUOS_SOCKET" --audit "$OUT/audit.jsonl" >> "$log" 2>&1 &
+	# shellcheck disable=SC2086 # SERVE_ENV splits into assignments
+	env $SERVE_ENV "$BIN/gpuos" serve --backend cuda --config "$config" --socket "$GPUOS_SOCKET" --audit "$OUT/audit.jsonl" >> "$log" 2>&1 &
 	SERVE=$!
 	for i in $(seq 1 100); do
 		GPUOS_TOKEN=hp "$BIN/gpuos" policy list > /dev/null 2>&1 && return 0

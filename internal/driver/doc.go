@@ -61,7 +61,9 @@
 // (sched.Options.SliceTarget: a duration, or off); $GPUOS_SCHED_WAIT=block
 // makes its completion waiters sleep (sched.Options.BlockingWait);
 // $GPUOS_SCHED_LOWPOLL how often those of the low class query (a
-// duration, or off: sched.Options.LowClassPoll);
+// duration, or off: sched.Options.LowClassPoll), and $GPUOS_SCHED_LOWPACE=0
+// makes them query that often from a kernel's start
+// (sched.Options.NoLowClassPace);
 // $GPUOS_HEDGE=1 turns on hedged serving of high-class sessions;
 // $GPUOS_SYNC_FENCE=0 makes their synchronizing calls block in the driver
 // instead of polling fences, and $GPUOS_SYNC_FENCE_SPIN sets how long

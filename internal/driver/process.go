@@ -58,6 +58,11 @@ const BlockingWaitEnv = "GPUOS_SCHED_WAIT"
 // (they wait in the backend). For measuring; unset, the scheduler's default.
 const LowClassPollEnv = "GPUOS_SCHED_LOWPOLL"
 
+// LowClassPaceEnv, set to "0", makes the low class's completion waiters look
+// every poll period from the start (sched.Options.NoLowClassPace). For
+// measuring.
+const LowClassPaceEnv = "GPUOS_SCHED_LOWPACE"
+
 // SliceEnv sets the scheduler's slice length (sched.Options.SliceTarget): a
 // duration ("100us"), or "off" for no slicing. For measuring what slicing
 // costs and buys; unset, the scheduler's default.
@@ -147,7 +152,8 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 	d, err := New(Options{Backend: choice.Backend, Ordinal: *device, Audit: al, Limits: lim,
 		DeviceMemoryLimit: *devMem, Log: log, SwapLimit: *swap, SwapReserve: *swapReserve, MinResidency: *minRes, ReserveSMs: *reserveSMs,
 		Sched: sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0", NoHighFirst: os.Getenv(NoHighFirstEnv) == "0", SliceTarget: slice,
-			BlockingWait: os.Getenv(BlockingWaitEnv) == "block", LowClassPoll: lowPoll}})
+			BlockingWait: os.Getenv(BlockingWaitEnv) == "block", LowClassPoll: lowPoll,
+			NoLowClassPace: os.Getenv(LowClassPaceEnv) == "0"}})
 	if err != nil {
 		return err
 	}

@@ -165,10 +165,14 @@ func (s *Scheduler) wait(w *waiter) {
 		}
 		end := p.end
 		poll := s.opts.LowClassPoll > 0 && p.t.class() == ClassLow
+		first := s.opts.LowClassPoll
+		if poll && !s.opts.NoLowClassPace && p.e == EngineCompute {
+			first = lowPollFirst(p.cost, s.opts.LowClassPoll)
+		}
 		s.mu.Unlock()
 		var err error
 		if poll {
-			err = pollEvent(end, s.opts.LowClassPoll)
+			err = pollEvent(end, first, s.opts.LowClassPoll)
 		} else {
 			err = end.Synchronize()
 		}
@@ -205,15 +209,34 @@ func (s *Scheduler) afterCompletionsLocked(dones []*Command) {
 	}
 }
 
-// pollEvent waits for ev by querying it every period.
-func pollEvent(ev backend.Event, period time.Duration) error {
-	for {
+// pollEvent waits for ev by querying it: at once, then after first, then
+// every period.
+func pollEvent(ev backend.Event, first, period time.Duration) error {
+	for nap := first; ; nap = period {
 		done, err := ev.Query()
 		if err != nil || done {
 			return err
 		}
-		time.Sleep(period)
+		sleep(nap)
 	}
+}
+
+// sleep is time.Sleep; tests see the naps pollEvent takes.
+var sleep = time.Sleep
+
+// maxLowPollFirst bounds a low-class waiter's first sleep, so that a
+// wrong estimate delays a completion by little.
+const maxLowPollFirst = 2 * time.Millisecond
+
+// lowPollFirst is how long a low-class waiter sleeps before its second look
+// at a compute point whose charge is estimated at cost ns: half of it
+// (within period and maxLowPollFirst). A sleeping goroutine's every wake-up
+// is a thread the Go runtime starts on an idle CPU: polling each period,
+// the best-effort load's two waiters caused ~5,000 a second, most of the
+// daemon's wake-ups and interrupts under load (bench/RESULTS.md, session
+// 12); a point waited for from its start sleeps about once or twice.
+func lowPollFirst(cost int64, period time.Duration) time.Duration {
+	return min(max(time.Duration(cost/2), period), maxLowPollFirst)
 }
 
 // completeAndReport completes a point whose event could not be recorded and
