@@ -10,18 +10,22 @@ import (
 
 func TestLowPollFirst(t *testing.T) {
 	period := 20 * time.Microsecond
+	ms := int64(time.Millisecond)
 	for _, tt := range []struct {
-		cost int64
-		want time.Duration
+		cost   int64
+		expect time.Duration
+		want   time.Duration
 	}{
-		{0, period},                            // no estimate: every period
-		{int64(30 * time.Microsecond), period}, // half is under a period
-		{int64(time.Millisecond), 500 * time.Microsecond},
-		{int64(4 * time.Millisecond), maxLowPollFirst},
-		{int64(time.Hour), maxLowPollFirst}, // a wrong estimate costs little
+		{0, 0, period}, // no estimate: every period
+		{int64(30 * time.Microsecond), 0, period}, // half is under a period
+		{ms, 0, 500 * time.Microsecond},
+		{ms, 4 * time.Millisecond, 3 * time.Millisecond}, // waits take longer than the charge
+		{4 * ms, time.Millisecond, 2 * time.Millisecond},
+		{int64(time.Hour), 0, maxLowPollFirst}, // a wrong estimate costs little
+		{0, time.Hour, maxLowPollFirst},
 	} {
-		if got := lowPollFirst(tt.cost, period); got != tt.want {
-			t.Errorf("lowPollFirst(%v, %v) = %v, want %v", time.Duration(tt.cost), period, got, tt.want)
+		if got := lowPollFirst(tt.cost, tt.expect, period); got != tt.want {
+			t.Errorf("lowPollFirst(%v, %v, %v) = %v, want %v", time.Duration(tt.cost), tt.expect, period, got, tt.want)
 		}
 	}
 }

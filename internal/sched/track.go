@@ -125,6 +125,9 @@ type waiter struct {
 	head   int
 	closed bool
 	cond   *sync.Cond
+	// expect is how long its recent waits for low-class compute points
+	// took, a moving average (lowPollFirst).
+	expect time.Duration
 }
 
 func (s *Scheduler) waiterFor(st backend.Stream) *waiter {
@@ -165,11 +168,13 @@ func (s *Scheduler) wait(w *waiter) {
 		}
 		end := p.end
 		poll := s.opts.LowClassPoll > 0 && p.t.class() == ClassLow
+		paced := poll && !s.opts.NoLowClassPace && p.e == EngineCompute
 		first := s.opts.LowClassPoll
-		if poll && !s.opts.NoLowClassPace && p.e == EngineCompute {
-			first = lowPollFirst(p.cost, s.opts.LowClassPoll)
+		if paced {
+			first = lowPollFirst(p.cost, w.expect, s.opts.LowClassPoll)
 		}
 		s.mu.Unlock()
+		began := time.Now()
 		var err error
 		if poll {
 			err = pollEvent(end, first, s.opts.LowClassPoll)
@@ -178,6 +183,9 @@ func (s *Scheduler) wait(w *waiter) {
 		}
 		synced := time.Now()
 		s.mu.Lock()
+		if paced {
+			w.expect += (synced.Sub(began) - w.expect) / 4
+		}
 		p.synced = synced
 		dones = s.completeLocked(p, err, dones[:0])
 		s.afterCompletionsLocked(dones)
@@ -225,18 +233,20 @@ func pollEvent(ev backend.Event, first, period time.Duration) error {
 var sleep = time.Sleep
 
 // maxLowPollFirst bounds a low-class waiter's first sleep, so that a
-// wrong estimate delays a completion by little.
-const maxLowPollFirst = 2 * time.Millisecond
+// wrong estimate delays a best-effort completion by little.
+const maxLowPollFirst = 5 * time.Millisecond
 
 // lowPollFirst is how long a low-class waiter sleeps before its second look
-// at a compute point whose charge is estimated at cost ns: half of it
-// (within period and maxLowPollFirst). A sleeping goroutine's every wake-up
-// is a thread the Go runtime starts on an idle CPU: polling each period,
-// the best-effort load's two waiters caused ~5,000 a second, most of the
-// daemon's wake-ups and interrupts under load (bench/RESULTS.md, session
-// 12); a point waited for from its start sleeps about once or twice.
-func lowPollFirst(cost int64, period time.Duration) time.Duration {
-	return min(max(time.Duration(cost/2), period), maxLowPollFirst)
+// at a compute point whose charge is estimated at cost ns, when its recent
+// waits took expect: half the cost or three quarters of expect, whichever
+// is longer (tenants sharing the GPU make a point take longer than its
+// charge), within period and maxLowPollFirst. A sleeping goroutine's every
+// wake-up is a thread the Go runtime starts on an idle CPU: polling each
+// period, the best-effort load's two waiters caused ~5,000 a second, most
+// of the daemon's wake-ups and interrupts under load (bench/RESULTS.md,
+// session 12).
+func lowPollFirst(cost int64, expect, period time.Duration) time.Duration {
+	return min(max(time.Duration(cost/2), expect*3/4, period), maxLowPollFirst)
 }
 
 // completeAndReport completes a point whose event could not be recorded and
