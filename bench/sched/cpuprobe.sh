@@ -7,16 +7,17 @@
 # throughput, and per phase kind the CPUs busy, the hypervisor's steal and
 # the timer (LOC) and wake-up (CAL) interrupt rates, and per process (daemon,
 # drivers, clients) the CPU it ran, its threads' wait for a CPU and how often
-# they slept and were preempted. Configurations
-# alternate, ROUNDS times.
+# they slept and were preempted, and the ratio's bootstrap range (schedbench
+# ratio). Configurations alternate, ROUNDS times.
 #
 #   CFGS="X=1 GPUOS_SYNC_OWN=0" bench/sched/cpuprobe.sh      (on the GPU machine)
 #
 # CFGS is a space-separated list of configurations, each a comma-separated
 # list of environment assignments for the daemon (X=1: none), or, prefixed
 # with be. or hp., for the best-effort clients or the service's client
-# (be.GPUOS_RING_SPIN=10ms: the best-effort clients poll their rings 10 ms). Built as for
-# run.sh (bench/sched/build.sh, into .carry/bench-sched/). Environment:
+# (be.GPUOS_RING_SPIN=10ms: the best-effort clients poll their rings 10 ms).
+# Built as for run.sh (bench/sched/build.sh, into .carry/bench-sched/).
+# Each run's start is kept in OUT/start-N.txt. Environment:
 #   OUT=DIR     results (default /tmp/gpuos-sched-cpu)
 #   ROUNDS=N    default 2;  DUR=S default 6;  PHASE=MS default 500;
 #   RESERVE=N   default 8;  SMS=N default 132;  ARCH default sm_90

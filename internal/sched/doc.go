@@ -85,7 +85,10 @@
 // TrackEvery, and at least every FlushDelay). One
 // goroutine per stream waits for its events in order and signals completion
 // (polling, or with Options.BlockingWait sleeping until the device
-// interrupts). A queue whose submitter learns of its work's completion
+// interrupts); the low class's waiters query their events, and sleep
+// through most of a kernel's expected time before the second look, since
+// each wake-up of a sleeping goroutine is a thread woken on another CPU
+// (Options.LowClassPoll, NoLowClassPace). A queue whose submitter learns of its work's completion
 // first (a service polling fences) may own its completions
 // (Queue.SetOwnCompletions): its events stay with it, and the submitter
 // completes them (Reap) once done, so no waiter is woken per request; a
