@@ -40,11 +40,11 @@
 #   PHASE=MS    the interleaved scenario's phase (default 500; 0: not run):
 #               the service runs for ILDUR seconds (default 2 x DUR) while
 #               the best-effort tenants alternate PHASE ms idle and PHASE ms
-#               saturating, and its P99 is taken over the alone phases and over the loaded
-#               ones of the same window, so that what the host does over
-#               time (bench/hiccup) falls on both alike; requests in the first
-#               SETTLE ms (default 25) of an alone phase, while the load
-#               drains, count in neither
+#               saturating, and its P99 is taken over the alone phases and
+#               over the loaded ones of the same window, so that what the
+#               host does over time (bench/hiccup) falls on both alike;
+#               requests in the first SETTLE ms (default 25) of an alone
+#               phase, while the load drains, count in neither
 #   ILDUR=S     the interleaved scenario's length: more phase pairs narrow
 #               the report's bootstrap range of its P99 ratio (60: 60 pairs)
 #   SERVE_ENV   space-separated assignments for the daemon only (its

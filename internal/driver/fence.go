@@ -3,6 +3,7 @@ package driver
 import (
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpuos/gpuos/internal/backend"
@@ -40,7 +41,15 @@ func (d *Driver) fencePoll(t *tenantState) time.Duration {
 // them), and the service's tail moved within the noise.
 const PacedFenceEnv = "GPUOS_SYNC_FENCE_PACED"
 
-var pacedFences = sync.OnceValue(func() bool { return os.Getenv(PacedFenceEnv) == "1" })
+// pacedFencesOn is PacedFenceEnv, read once; tests set it while sessions
+// run, hence atomic.
+var pacedFencesOn = func() *atomic.Bool {
+	var on atomic.Bool
+	on.Store(os.Getenv(PacedFenceEnv) == "1")
+	return &on
+}()
+
+func pacedFences() bool { return pacedFencesOn.Load() }
 
 // Paced fence polling: the first look after pacedFirst, then twice as long
 // each time up to pacedMax; after pacedLimit the stream synchronize.

@@ -82,10 +82,9 @@ func TestHighClassSyncPollsFences(t *testing.T) {
 	if fences, reaped := work("nm"); fences != 0 || reaped != 0 {
 		t.Errorf("normal class: %d fences enqueued, %d completions reaped, want 0", fences, reaped)
 	}
-	env := pacedFences // $GPUOS_SYNC_FENCE_PACED=1: the others wait by fences too
-	pacedFences = func() bool { return true }
+	env := pacedFencesOn.Swap(true) // $GPUOS_SYNC_FENCE_PACED=1: the others wait by fences too
 	fences, reaped := work("nm")
-	pacedFences = env
+	pacedFencesOn.Store(env)
 	if fences < 2 || reaped != 0 {
 		t.Errorf("normal class with %s=1: %d fences enqueued, %d completions reaped, want at least 2 and 0", PacedFenceEnv, fences, reaped)
 	}
@@ -169,9 +168,8 @@ func TestAwaitStreams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := pacedFences // $GPUOS_SYNC_FENCE_PACED, read once per process
-			pacedFences = func() bool { return tt.paced }
-			defer func() { pacedFences = env }()
+			env := pacedFencesOn.Swap(tt.paced) // $GPUOS_SYNC_FENCE_PACED, read once per process
+			defer pacedFencesOn.Store(env)
 			s := &Session{d: &Driver{}}
 			s.fencePoll.Store(int64(tt.poll))
 			a, b := &fenceStream{}, &fenceStream{}

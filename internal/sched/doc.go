@@ -88,12 +88,13 @@
 // interrupts); the low class's waiters query their events, and sleep
 // through most of a kernel's expected time before the second look, since
 // each wake-up of a sleeping goroutine is a thread woken on another CPU
-// (Options.LowClassPoll, NoLowClassPace). A queue whose submitter learns of its work's completion
-// first (a service polling fences) may own its completions
-// (Queue.SetOwnCompletions): its events stay with it, and the submitter
-// completes them (Reap) once done, so no waiter is woken per request; a
-// queue hands them to the waiters whenever something would wait for them,
-// when it holds more than a few, and when its submitter goes idle (own.go).
+// (Options.LowClassPoll, NoLowClassPace). A queue whose submitter learns
+// of its work's completion first (a service polling fences) may own its
+// completions (Queue.SetOwnCompletions): its events stay with it, and the
+// submitter completes them (Reap) once done, so no waiter is woken per
+// request; a queue hands them to the waiters whenever something would wait
+// for them, when it holds more than a few, and when its submitter goes idle
+// (own.go).
 // Compute events are timed, and each turn group has its own accounting chain
 // (group 0 one for all its work): a point's charge is the GPU time from the
 // later of the latest end accounted in its chain and its own start event

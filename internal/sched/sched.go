@@ -122,8 +122,8 @@ type Options struct {
 	// shares test's short-kernel tenant lost 1-1.5% of its share, run 38).
 	LowClassPoll time.Duration
 	// NoLowClassPace makes the low class's completion waiters look every
-	// LowClassPoll from the start, instead of first sleeping through half
-	// a compute point's estimated time (lowPollFirst). For measuring.
+	// LowClassPoll from the start, instead of first sleeping through most
+	// of a compute point's expected time (lowPollFirst). For measuring.
 	NoLowClassPace bool
 	// OnEject, if set, is told (on its own goroutine) when a policy is
 	// replaced for misbehaving.
