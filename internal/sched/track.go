@@ -242,9 +242,9 @@ const maxLowPollFirst = 5 * time.Millisecond
 // is longer (tenants sharing the GPU make a point take longer than its
 // charge), within period and maxLowPollFirst. A sleeping goroutine's every
 // wake-up is a thread the Go runtime starts on an idle CPU: polling each
-// period, the best-effort load's two waiters caused ~5,000 a second, most
-// of the daemon's wake-ups and interrupts under load (bench/RESULTS.md,
-// session 12).
+// period, the best-effort load's two waiters were woken ~5,000 times a
+// second, most of the daemon's goroutine wake-ups under load
+// (bench/RESULTS.md, session 12).
 func lowPollFirst(cost int64, expect, period time.Duration) time.Duration {
 	return min(max(time.Duration(cost/2), expect*3/4, period), maxLowPollFirst)
 }
