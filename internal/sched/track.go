@@ -202,16 +202,8 @@ func (s *Scheduler) wait(w *waiter) {
 // itself.
 func (s *Scheduler) afterCompletionsLocked(dones []*Command) {
 	s.gen.Add(1)
-	if len(dones) > 0 {
-		s.mu.Unlock()
-		for _, c := range dones {
-			if c.Done != nil {
-				c.Done(c.err)
-			}
-		}
-		clear(dones)
-		s.mu.Lock()
-	}
+	s.reportLocked(dones)
+	clear(dones)
 	if !s.bgAwake.Load() {
 		s.runLocked(waiterBudget)
 	}
@@ -252,16 +244,21 @@ func lowPollFirst(cost int64, expect, period time.Duration) time.Duration {
 // completeAndReport completes a point whose event could not be recorded and
 // runs the Done callbacks of the commands it finished.
 func (s *Scheduler) completeAndReport(p *point, err error) {
-	dones := s.completeLocked(p, err, nil)
-	if len(dones) > 0 {
-		s.mu.Unlock()
-		for _, c := range dones {
-			if c.Done != nil {
-				c.Done(c.err)
-			}
-		}
-		s.mu.Lock()
+	s.reportLocked(s.completeLocked(p, err, nil))
+}
+
+// reportLocked runs finished commands' Done callbacks, without the lock.
+func (s *Scheduler) reportLocked(dones []*Command) {
+	if len(dones) == 0 {
+		return
 	}
+	s.mu.Unlock()
+	for _, c := range dones {
+		if c.Done != nil {
+			c.Done(c.err)
+		}
+	}
+	s.mu.Lock()
 }
 
 // completeLocked records that p's commands completed (with err), charges
