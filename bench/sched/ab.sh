@@ -28,13 +28,9 @@ PHASE=${PHASE:-500}
 SETTLE=${SETTLE:-25}
 RESERVE=${RESERVE:-8}
 SMS=${SMS:-132}
-PTX=$PWD/testdata/kernels/bench.ptx
-HP=(--blocks 1 --threads 32 --ns 20000 --period 1000us)
-BE=(--blocks $((SMS * 16 * 20)) --threads 128 --ns 50000 --depth 4)
+# shellcheck source=bench/sched/workloads.sh
+source bench/sched/workloads.sh # PTX, HP, HP_PERIOD_US, BE; checks BIN
 IL=(--phase "${PHASE}ms" --settle "${SETTLE}ms")
-for f in "$BIN/gpuos" "$BIN/schedbench"; do
-	[[ -x $f ]] || { echo "missing $f: run bench/sched/build.sh where Go is" >&2; exit 1; }
-done
 mkdir -p "$OUT"
 sed "s/^reserve_sms:.*/reserve_sms: $RESERVE/" bench/sched/sched.yaml > "$OUT/sched.yaml"
 export GPUOS_SOCKET=$OUT/gpuos.sock
@@ -53,7 +49,7 @@ one() { # NAME ENV
 	start_in $WARM
 	sb be1 be "${BE[@]}" "${IL[@]}" --label il > "$o/be1.json" 2> "$o/be1.err" & local b1=$!
 	sb be2 be "${BE[@]}" "${IL[@]}" --label il > "$o/be2.json" 2> "$o/be2.err" & local b2=$!
-	sb hp hp "${HP[@]}" "${IL[@]}" --label interleaved --trace "$o/gpuos-hp-interleaved.trace.csv" > "$o/gpuos-hp-interleaved.json" 2> "$o/hp.err"
+	sb hp hp "${HP[@]}" --period "${HP_PERIOD_US}us" "${IL[@]}" --label interleaved --trace "$o/gpuos-hp-interleaved.trace.csv" > "$o/gpuos-hp-interleaved.json" 2> "$o/hp.err"
 	wait $b1 $b2
 	kill $daemon; wait $daemon 2> /dev/null || true
 	sleep 0.5

@@ -33,12 +33,8 @@ PHASE=${PHASE:-500}
 RESERVE=${RESERVE:-8}
 SMS=${SMS:-132}
 ARCH=${ARCH:-sm_90}
-PTX=$PWD/testdata/kernels/bench.ptx
-HP=(--blocks 1 --threads 32 --ns 20000)
-BE=(--blocks $((SMS * 16 * 20)) --threads 128 --ns 50000 --depth 4)
-for f in "$BIN/gpuos" "$BIN/schedbench"; do
-	[[ -x $f ]] || { echo "missing $f: run bench/sched/build.sh where Go is" >&2; exit 1; }
-done
+# shellcheck source=bench/sched/workloads.sh
+source bench/sched/workloads.sh # PTX, HP, HP_PERIOD_US, BE; checks BIN
 rm -rf "$OUT"
 mkdir -p "$OUT"
 nvcc -O2 -arch="$ARCH" -o "$OUT/native" bench/sched/native.cu
@@ -79,7 +75,7 @@ for round in $(seq 1 "$ROUNDS"); do
 		sb be1 be "${BE[@]}" --label il > "$OUT/be1-$n.json" 2> "$OUT/be1-$n.err" & b1=$!
 		sb be2 be "${BE[@]}" --label il > "$OUT/be2-$n.json" 2> "$OUT/be2-$n.err" & b2=$!
 		client_env=("${hp_env[@]}")
-		sb hp hp "${HP[@]}" --period 1000us --label interleaved > "$OUT/hp-$n.json" 2> "$OUT/hp-$n.err"
+		sb hp hp "${HP[@]}" --period "${HP_PERIOD_US}us" --label interleaved > "$OUT/hp-$n.json" 2> "$OUT/hp-$n.err"
 		wait $b1 $b2
 		kill $sampler $daemon; wait $daemon 2> /dev/null || true
 		echo "[$cfg] round $round: $(summary "$OUT/hp-$n.json" "$OUT/be1-$n.json" "$OUT/be2-$n.json")"
@@ -93,7 +89,7 @@ echo "$START" > "$OUT/start-native.txt"
 nat() { timeout $((SPAN + 60)) "$OUT/native" "$@" --duration-s "$SPAN" --start-at "$START" --phase-ms "$PHASE"; }
 nat be "${BE[@]}" --label il > "$OUT/native-be1.json" & b1=$!
 nat be "${BE[@]}" --label il > "$OUT/native-be2.json" & b2=$!
-nat hp "${HP[@]}" --period-us 1000 --label interleaved > "$OUT/native-hp.json"
+nat hp "${HP[@]}" --period-us "$HP_PERIOD_US" --label interleaved > "$OUT/native-hp.json"
 wait $b1 $b2
 kill $sampler
 echo "[native]: $(summary "$OUT/native-hp.json")"
