@@ -29,3 +29,19 @@ type Fencer interface {
 type Fence interface {
 	Reached() bool
 }
+
+// LatestFencer is an optional Fencer capability: a stream's latest fence,
+// for as long as it still marks all the stream's work. A latency-critical
+// tenant's serving goroutine enqueues a fence as soon as it has answered a
+// launch, off the client's path, and its synchronize then polls that one
+// instead of enqueueing another (with the driver call and the GPU's
+// processing of the write on the path).
+//
+// What an implementation must do:
+//   - LatestFence returns the fence last enqueued and true only if no work
+//     was enqueued on the stream after it, nor while it was enqueued; else
+//     false. A call to enqueue that has returned counts, whichever goroutine
+//     made it.
+type LatestFencer interface {
+	LatestFence() (Fence, bool)
+}

@@ -71,8 +71,70 @@ const OwnCompletionsEnv = "GPUOS_SYNC_OWN"
 // driver while the kernel runs.
 func ownCompletions() bool { return os.Getenv(OwnCompletionsEnv) != "0" }
 
+// PrefenceEnv, set to "0", leaves a fence-polling session's fences to its
+// synchronizing calls (for comparing the two on a GPU).
+const PrefenceEnv = "GPUOS_SYNC_PREFENCE"
+
+var prefenceOn = func() *atomic.Bool {
+	var on atomic.Bool
+	on.Store(os.Getenv(PrefenceEnv) != "0")
+	return &on
+}()
+
+// answered runs after each request of the session has been answered
+// (wire.Server.Answered), off the client's path.
+func (s *Session) answered() {
+	s.reap()
+	s.prefence()
+}
+
+// prefence enqueues a fence on each stream a fence-polling session issued
+// work to since its last synchronizing call, once its latest request that
+// submitted work has been answered and all the session's work is issued:
+// the synchronize that usually follows a service's launch then finds the
+// fence enqueued (awaitStreams, backend.LatestFencer) instead of enqueueing
+// one itself, with the driver call and the GPU's processing of the write on
+// its path, which matter when the synchronize comes after the kernel ended.
+// Not while another request waits to be served. A fence that more work on
+// the stream has overtaken is not used; the synchronize enqueues its own.
+// Failures are left for the synchronize to meet and report.
+func (s *Session) prefence() {
+	if !s.prefenceDue.Load() || s.fencePoll.Load() == 0 || !prefenceOn.Load() {
+		return
+	}
+	if c := s.hot.conn; c != nil && c.Pending() {
+		// The next request is there: serve it first. If it is the
+		// synchronize, it fences at once; if more work, the fence would be
+		// overtaken.
+		return
+	}
+	s.prefenceDue.Store(false)
+	streams, ok := s.queue.IssuedStreams(s.prefenceStreams[:0])
+	defer func() {
+		clear(streams)
+		s.prefenceStreams = streams[:0]
+	}()
+	if !ok {
+		return // the synchronize waits for its issue, then fences
+	}
+	for _, st := range streams {
+		lf, ok := st.(backend.LatestFencer)
+		if !ok {
+			continue
+		}
+		if _, ok := lf.LatestFence(); ok {
+			continue
+		}
+		if fr, ok := st.(backend.Fencer); ok {
+			if _, err := fr.Fence(); err == nil {
+				s.prefenced.Add(1)
+			}
+		}
+	}
+}
+
 // reap completes what the session's latest synchronizing call saw complete
-// (wire.Server.Answered: after the answer, off the client's path).
+// (after the answer, off the client's path).
 func (s *Session) reap() {
 	if s.reapDue.Load() {
 		s.reapDue.Store(false)
@@ -83,9 +145,10 @@ func (s *Session) reap() {
 // How a synchronizing call waited for its streams (the latency log's
 // sync rows say it).
 const (
-	waitedSync      = iota // the driver's stream synchronize
-	waitedFence            // fences polled
-	waitedFenceLong        // fences polled, then the synchronize: longer than fencePoll
+	waitedSync       = iota // the driver's stream synchronize
+	waitedFence             // fences polled
+	waitedFenceLong         // fences polled, then the synchronize: longer than fencePoll
+	waitedFenceEarly        // fences polled, each enqueued before the synchronize came (prefence)
 )
 
 // FenceSpinEnv sets how long a fence poller spins before it yields the CPU
@@ -125,7 +188,15 @@ func (s *Session) awaitStreams(streams []backend.Stream) (how int, err error) {
 			clear(fences)
 			s.fences = fences[:0]
 		}()
+		early := 0
 		for _, st := range streams {
+			if lf, ok := st.(backend.LatestFencer); ok {
+				if f, ok := lf.LatestFence(); ok {
+					fences = append(fences, f)
+					early++
+					continue
+				}
+			}
 			fr, ok := st.(backend.Fencer)
 			if !ok {
 				break
@@ -143,6 +214,9 @@ func (s *Session) awaitStreams(streams []backend.Stream) (how int, err error) {
 			how, err := s.pollFences(streams, fences, poll)
 			if err == nil {
 				s.reapDue.Store(true)
+			}
+			if how == waitedFence && early == len(streams) {
+				how = waitedFenceEarly
 			}
 			return how, err
 		}

@@ -104,6 +104,8 @@ type fenceStream struct {
 	reached  atomic.Bool  // what its fences report
 	queryErr atomic.Value // error: what Query reports, if set
 	fenceErr error        // what Fence returns
+	latest   bool         // whether LatestFence offers one
+	fenced   atomic.Int32 // fences enqueued
 	syncs    atomic.Int32
 	queries  atomic.Int32
 }
@@ -116,7 +118,15 @@ func (s *fenceStream) Fence() (backend.Fence, error) {
 	if s.fenceErr != nil {
 		return nil, s.fenceErr
 	}
+	s.fenced.Add(1)
 	return testFence{s}, nil
+}
+
+func (s *fenceStream) LatestFence() (backend.Fence, bool) {
+	if !s.latest {
+		return nil, false
+	}
+	return testFence{s}, true
 }
 
 func (s *fenceStream) Query() (bool, error) {
@@ -138,7 +148,8 @@ func (s *fenceStream) Synchronize() error {
 // awaitStreams: fences reached end the wait with no driver synchronize;
 // work that fails is reported by Query while the poller waits; a fence not
 // reached within the poll gives way to a synchronize; a stream that cannot
-// take a fence is synchronized.
+// take a fence is synchronized; a stream whose latest fence still marks its
+// work (backend.LatestFencer) gets no other.
 func TestAwaitStreams(t *testing.T) {
 	errLost := errors.New("context lost")
 	tests := []struct {
@@ -149,22 +160,36 @@ func TestAwaitStreams(t *testing.T) {
 		wantHow  int
 		wantErr  error
 		wantSync int32 // synchronizes of both streams together
+		wantNew  int32 // fences enqueued on both streams together
 	}{
-		{"reached", time.Second, false, func(a, b *fenceStream) { a.reached.Store(true); b.reached.Store(true) }, waitedFence, nil, 0},
+		{"reached", time.Second, false, func(a, b *fenceStream) { a.reached.Store(true); b.reached.Store(true) }, waitedFence, nil, 0, 2},
 		{"work fails while polling", time.Minute, false, func(a, b *fenceStream) {
 			a.reached.Store(true)
 			time.AfterFunc(5*time.Millisecond, func() { b.queryErr.Store(errLost) })
-		}, waitedFence, errLost, 0},
-		{"not reached in the poll", 3 * time.Millisecond, false, func(a, b *fenceStream) { a.reached.Store(true) }, waitedFenceLong, nil, 1},
-		{"no fence", time.Second, false, func(a, b *fenceStream) { a.reached.Store(true); b.fenceErr = backend.ErrUnsupported }, waitedSync, nil, 2},
-		{"not polling", 0, false, func(a, b *fenceStream) {}, waitedSync, nil, 2},
+		}, waitedFence, errLost, 0, 2},
+		{"not reached in the poll", 3 * time.Millisecond, false, func(a, b *fenceStream) { a.reached.Store(true) }, waitedFenceLong, nil, 1, 2},
+		{"no fence", time.Second, false, func(a, b *fenceStream) { a.reached.Store(true); b.fenceErr = backend.ErrUnsupported }, waitedSync, nil, 2, 1},
+		{"not polling", 0, false, func(a, b *fenceStream) {}, waitedSync, nil, 2, 0},
 		{"paced: reached later", 0, true, func(a, b *fenceStream) {
 			a.reached.Store(true)
 			time.AfterFunc(5*time.Millisecond, func() { b.reached.Store(true) })
-		}, waitedFence, nil, 0},
+		}, waitedFence, nil, 0, 2},
 		{"paced: work fails", 0, true, func(a, b *fenceStream) {
 			time.AfterFunc(5*time.Millisecond, func() { a.queryErr.Store(errLost) })
-		}, waitedFence, errLost, 0},
+		}, waitedFence, errLost, 0, 2},
+		{"both enqueued before", time.Second, false, func(a, b *fenceStream) {
+			a.latest, b.latest = true, true
+			a.reached.Store(true)
+			time.AfterFunc(5*time.Millisecond, func() { b.reached.Store(true) })
+		}, waitedFenceEarly, nil, 0, 0},
+		{"one enqueued before", time.Second, false, func(a, b *fenceStream) {
+			a.latest = true
+			a.reached.Store(true)
+			b.reached.Store(true)
+		}, waitedFence, nil, 0, 1},
+		{"enqueued before, not reached in the poll", 3 * time.Millisecond, false, func(a, b *fenceStream) {
+			a.latest, b.latest = true, true
+		}, waitedFenceLong, nil, 2, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,6 +206,86 @@ func TestAwaitStreams(t *testing.T) {
 			if got := a.syncs.Load() + b.syncs.Load(); got != tt.wantSync {
 				t.Errorf("%d stream synchronizes, want %d", got, tt.wantSync)
 			}
+			if got := a.fenced.Load() + b.fenced.Load(); got != tt.wantNew {
+				t.Errorf("%d fences enqueued, want %d", got, tt.wantNew)
+			}
 		})
 	}
+}
+
+// TestPrefence: once a high-class session's launch is answered, its serving
+// goroutine enqueues a fence behind the kernel, and the synchronize that
+// follows polls that one instead of enqueueing another (TestAwaitStreams:
+// not one that more work overtook). With $GPUOS_SYNC_PREFENCE=0 the
+// synchronize enqueues its fence itself.
+func TestPrefence(t *testing.T) {
+	td := newTestDriver(t, 256<<20, Options{Sched: sched.Options{Policy: "priority"}})
+	if err := td.d.sched.SetShare("hp", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
+		t.Fatal(err)
+	}
+	image, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kernels", "vecadd.ptx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := prefenceOn.Swap(true) // $GPUOS_SYNC_PREFENCE, read once per process
+	defer prefenceOn.Store(env)
+	ts := td.session("hp", 0)
+	ts.useRings()
+	var p v1.ProgramLoaded
+	ts.must(&v1.LoadProgram{Image: image, Name: "vecadd.ptx"}, &p)
+	var k v1.KernelInfo
+	ts.must(&v1.GetKernel{Program: p.Handle, Name: "vecadd"}, &k)
+	const n = 1024
+	a := make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(a[4*i:], math.Float32bits(float32(i)))
+	}
+	buf := ts.buffer(3*4*n, 0)
+	ts.must(&v1.BufferWrite{Buffer: buf.Handle, Data: a}, nil)
+	ts.must(&v1.BufferWrite{Buffer: buf.Handle, Offset: 4 * n, Data: a}, nil)
+	launch := &v1.Launch{Kernel: k.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1},
+		Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}
+	// check reads c = a + a back after the synchronize.
+	check := func(what string) {
+		t.Helper()
+		var out v1.Data
+		ts.must(&v1.BufferRead{Buffer: buf.Handle, Offset: 8 * n, Length: 4 * n}, &out)
+		for i := range n {
+			if got, want := math.Float32frombits(binary.LittleEndian.Uint32(out.Data[4*i:])), float32(2*i); got != want {
+				t.Fatalf("%s: c[%d] = %v, want %v", what, i, got, want)
+			}
+		}
+	}
+	// waitFences waits (bounded, no timing asserted) for the fence count to
+	// reach want, and reports whether it did.
+	waitFences := func(want int64) bool {
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if td.watch.fences.Load() >= want {
+				return true
+			}
+		}
+		return false
+	}
+
+	ts.must(&v1.Memset{Dst: v1.Ref{Buffer: buf.Handle, Offset: 8 * n}, Value: 0, ElemSize: 4, Count: n}, nil)
+	ts.must(&v1.Synchronize{}, nil)
+	before := td.watch.fences.Load()
+	ts.must(launch, nil)
+	if !waitFences(before + 1) {
+		t.Fatalf("no fence enqueued after the launch was answered (%d fences)", td.watch.fences.Load()-before)
+	}
+	ts.must(&v1.Synchronize{}, nil)
+	if got := td.watch.fences.Load() - before; got != 1 {
+		t.Errorf("launch, answer, synchronize: %d fences enqueued, want 1 (the synchronize polls the one after the answer)", got)
+	}
+	check("prefenced")
+
+	prefenceOn.Store(false)
+	before = td.watch.fences.Load()
+	ts.must(launch, nil)
+	ts.must(&v1.Synchronize{}, nil)
+	if got := td.watch.fences.Load() - before; got != 1 {
+		t.Errorf("with %s=0: %d fences enqueued by a launch and a synchronize, want 1", PrefenceEnv, got)
+	}
+	check("without prefence")
 }

@@ -326,6 +326,7 @@ func (s *Session) submit(ctx context.Context, c *sched.Command) error {
 	if err := s.queue.Submit(ctx, c); err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}
+	s.prefenceDue.Store(true)
 	s.afterSubmit()
 	return nil
 }

@@ -176,6 +176,14 @@ func (l *latencyRec) write(path, who string) {
 		}
 	}
 	fmt.Fprintf(f, "session %s: %d launch commands, %d by the express lane\n", who, len(stamps), expressed)
+	var hows [waitedFenceEarly + 1]int
+	for _, st := range syncs {
+		if st.how >= 0 && st.how < len(hows) {
+			hows[st.how]++
+		}
+	}
+	fmt.Fprintf(f, "  synchronizes: %d by the driver, %d polling fences (%d of them enqueued before it came), %d polling then by the driver\n",
+		hows[waitedSync], hows[waitedFence]+hows[waitedFenceEarly], hows[waitedFenceEarly], hows[waitedFenceLong])
 	fmt.Fprintf(f, "  process so far: %s\n", runtimeTails())
 	stage("recv->issue", func(s *launchStamps) time.Duration { return s.issue0.Sub(s.recv) })
 	stage("issue (driver)", func(s *launchStamps) time.Duration { return s.issue1.Sub(s.issue0) })
@@ -224,7 +232,8 @@ func writeLatencyCSV(path, who string, stamps []launchStamps) {
 
 // writeSyncCSV appends one row per stream synchronize: the session, then
 // its times in Unix ns (received, issued, synced), then how it waited for
-// the streams: 0 stream synchronize, 1 fences, 2 fences then synchronize.
+// the streams: 0 stream synchronize, 1 fences, 2 fences then synchronize,
+// 3 fences all enqueued before it came (prefence).
 func writeSyncCSV(path, who string, syncs []syncStamps) {
 	if len(syncs) == 0 {
 		return

@@ -75,6 +75,14 @@ func (s *watchStream) Fence() (backend.Fence, error) {
 	return f, err
 }
 
+// LatestFence passes the inner stream's through.
+func (s *watchStream) LatestFence() (backend.Fence, bool) {
+	if lf, ok := s.Stream.(backend.LatestFencer); ok {
+		return lf.LatestFence()
+	}
+	return nil, false
+}
+
 func (s *watchStream) Launch(f backend.Function, cfg backend.LaunchConfig, params []byte) error {
 	s.w.mu.Lock()
 	s.w.running[s]++

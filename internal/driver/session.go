@@ -56,15 +56,18 @@ type Session struct {
 	launchDones sync.WaitGroup
 
 	// Owned by the serving goroutine (handlers run on it one at a time).
-	batch       bool             // the request is part of a burst: submit Batched
-	joinable    *launchCmd       // the last command submitted, if launches may still join it
-	joinBlocks  uint64           // the largest grid (in blocks) of a launch that may join others
-	joinFixed   int              // launches a command may carry, if fixed ($GPUOS_LAUNCH_JOIN); 0: joinLimit decides
-	latency     *latencyRec      // launch latency stages ($GPUOS_LATENCY_LOG); nil: off
-	syncStreams []backend.Stream // settle's scratch
-	fences      []backend.Fence  // awaitStreams' scratch
-	fencePoll   atomic.Int64     // how long synchronizing calls poll fences (fencePoll), set when the rings open
-	reapDue     atomic.Bool      // a synchronizing call saw its fences reached: reap after the answer
+	batch           bool             // the request is part of a burst: submit Batched
+	joinable        *launchCmd       // the last command submitted, if launches may still join it
+	joinBlocks      uint64           // the largest grid (in blocks) of a launch that may join others
+	joinFixed       int              // launches a command may carry, if fixed ($GPUOS_LAUNCH_JOIN); 0: joinLimit decides
+	latency         *latencyRec      // launch latency stages ($GPUOS_LATENCY_LOG); nil: off
+	syncStreams     []backend.Stream // settle's scratch
+	fences          []backend.Fence  // awaitStreams' scratch
+	fencePoll       atomic.Int64     // how long synchronizing calls poll fences (fencePoll), set when the rings open
+	reapDue         atomic.Bool      // a synchronizing call saw its fences reached: reap after the answer
+	prefenceDue     atomic.Bool      // work was submitted: fence it after the answer (prefence)
+	prefenced       atomic.Uint64    // fences prefence enqueued
+	prefenceStreams []backend.Stream
 }
 
 func (d *Driver) newSession(p *v1.AttachSession, t *tenantState) (*Session, error) {
@@ -160,7 +163,7 @@ func (s *Session) server() *wire.Server {
 		// launch copies what it keeps of a Launch (its parameters).
 		Reuse:    func(t v1.Type) bool { return t == v1.TypeLaunch },
 		Hedge:    func() time.Duration { return s.d.hedge(s.tenant) },
-		Answered: s.reap,
+		Answered: s.answered,
 	}
 }
 

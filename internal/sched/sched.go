@@ -777,6 +777,25 @@ func (q *Queue) takeDirty(streams []backend.Stream) []backend.Stream {
 	return streams
 }
 
+// IssuedStreams appends to streams the backend streams issued to since the
+// last WaitIssued, without forgetting them, and reports true, if all the
+// queue was given was issued; else it appends nothing and reports false.
+// Its caller is the queue's only submitter (the queue then stays settled
+// while it looks). It takes no scheduler lock.
+func (q *Queue) IssuedStreams(streams []backend.Stream) ([]backend.Stream, bool) {
+	if !q.settled.Load() || q.shut.Load() {
+		return streams, false
+	}
+	q.dirtyMu.Lock()
+	for _, sq := range q.dirtyList {
+		if sq.st != nil {
+			streams = append(streams, sq.st)
+		}
+	}
+	q.dirtyMu.Unlock()
+	return streams, true
+}
+
 // forgetDirty drops sq, whose stream is being destroyed, from the list.
 func (q *Queue) forgetDirty(sq *streamQ) {
 	q.dirtyMu.Lock()

@@ -70,6 +70,7 @@ func Run(t *testing.T, b backend.Backend, opts Options) {
 		{"Events", s.testEvents},
 		{"Callbacks", s.testCallbacks},
 		{"Fences", s.testFences},
+		{"LatestFence", s.testLatestFence},
 		{"StreamLifecycle", s.testStreamLifecycle},
 		{"Concurrent", s.testConcurrent},
 		{"InvalidImages", s.testInvalidImages},

@@ -332,3 +332,62 @@ func (s *suite) testFences(t *testing.T) {
 		}
 	}
 }
+
+// A stream's latest fence (backend.LatestFencer, optional) is offered while
+// nothing was enqueued after it, whatever enqueued it, and is reached once
+// the stream's work is done.
+func (s *suite) testLatestFence(t *testing.T) {
+	d := s.dev
+	st := newStream(t, d)
+	lf, ok := st.(backend.LatestFencer)
+	fr, ok2 := st.(backend.Fencer)
+	if !ok || !ok2 {
+		t.Skip("the backend's streams offer no latest fence")
+	}
+	if f, ok := lf.LatestFence(); ok {
+		t.Fatalf("LatestFence before any fence = %v, true; want false", f)
+	}
+	a, b := alloc(t, d, 1<<20), alloc(t, d, 1<<20)
+	ev := newEvent(t, d, backend.EventDisableTiming)
+	other := newStream(t, d)
+	enqueues := []struct {
+		name string
+		do   func() error
+	}{
+		{"Memset", func() error { return st.Memset(a, 7, 4, 1<<18) }},
+		{"CopyDtoD", func() error { return st.CopyDtoD(b, a, 1<<20) }},
+		{"Record", func() error { return st.Record(ev) }},
+		{"WaitEvent", func() error { return st.WaitEvent(ev) }},
+		{"Callback", func() error { return st.Callback(func(error) {}) }},
+	}
+	for _, e := range enqueues {
+		_, err := fr.Fence()
+		must(t, err)
+		f, ok := lf.LatestFence()
+		if !ok {
+			t.Fatalf("before %s: LatestFence right after a fence = false, want true", e.name)
+		}
+		// Work on another stream, or a fence there, leaves it as it is.
+		must(t, other.Memset(b, 1, 4, 16))
+		if of, ok := other.(backend.Fencer); ok {
+			_, err := of.Fence()
+			must(t, err)
+		}
+		if _, ok := lf.LatestFence(); !ok {
+			t.Fatalf("before %s: another stream's work took this stream's latest fence away", e.name)
+		}
+		must(t, e.do())
+		if g, ok := lf.LatestFence(); ok {
+			t.Fatalf("after %s: LatestFence = %v, true; want false (work after the fence)", e.name, g)
+		}
+		must(t, st.Synchronize())
+		if !f.Reached() {
+			t.Fatalf("before %s: the latest fence is not reached after Synchronize", e.name)
+		}
+	}
+	must(t, other.Synchronize())
+	must(t, st.Destroy())
+	if f, ok := lf.LatestFence(); ok {
+		t.Fatalf("LatestFence on a destroyed stream = %v, true; want false", f)
+	}
+}

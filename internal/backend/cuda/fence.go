@@ -62,9 +62,17 @@ type streamFences struct {
 	mu   sync.Mutex
 	word fenceWord // host nil until the first fence
 	seq  uint32    // the last number enqueued
+	// latest is the last fence and the stream's enqueues count around it,
+	// if that did not change while it was enqueued (latestOK).
+	latest   fence
+	latestAt uint64
+	latestOK bool
 }
 
-var _ backend.Fencer = (*stream)(nil)
+var (
+	_ backend.Fencer       = (*stream)(nil)
+	_ backend.LatestFencer = (*stream)(nil)
+)
 
 // Fence enqueues a write of the stream's next sequence number into its
 // fence word (backend.Fencer). Without cuStreamWriteValue32_v2 in the
@@ -86,11 +94,27 @@ func (s *stream) Fence() (backend.Fence, error) {
 		f.word, f.seq = w, w.host.Load()
 	}
 	seq := f.seq + 1
+	at := s.enqueues.Load()
+	f.latestOK = false
 	if r := s.dev.c.streamWriteValue32(s.h, f.word.dptr, seq); r != 0 {
 		return nil, s.dev.fail("enqueue fence", r)
 	}
 	f.seq = seq
-	return fence{s: s, word: f.word.host, seq: seq}, nil
+	fe := fence{s: s, word: f.word.host, seq: seq}
+	f.latest, f.latestAt, f.latestOK = fe, at, s.enqueues.Load() == at
+	return fe, nil
+}
+
+// LatestFence returns the stream's last fence if no call enqueued work on
+// the stream while it was enqueued or since (backend.LatestFencer).
+func (s *stream) LatestFence() (backend.Fence, bool) {
+	f := &s.fences
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.latestOK || s.enqueues.Load() != f.latestAt {
+		return nil, false
+	}
+	return f.latest, true
 }
 
 // releaseFence gives the stream's word back once no write of it can still
@@ -103,6 +127,7 @@ func (s *stream) releaseFence() {
 		s.dev.putFenceWord(f.word)
 	}
 	f.word = fenceWord{}
+	f.latest, f.latestOK = fence{}, false
 }
 
 type fence struct {

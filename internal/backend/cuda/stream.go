@@ -18,6 +18,11 @@ type stream struct {
 	part     *partition // the green context it was created in; nil: the whole device
 	live     liveness   // Destroy and Close end it
 	fences   streamFences
+	// enqueues counts calls that enqueue work other than fences, twice
+	// each: as they begin and as they end. A fence during which it did not
+	// change, and after which it has not, marks all the stream's work
+	// (LatestFence).
+	enqueues atomic.Uint64
 }
 
 var _ backend.Stream = (*stream)(nil)
@@ -63,6 +68,22 @@ func (s *stream) enter() error {
 	return nil
 }
 
+// enterEnqueue is enter for a call that enqueues work, counted before and
+// after it (enqueues: LatestFence). On success the caller must
+// s.exitEnqueue().
+func (s *stream) enterEnqueue() error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	s.enqueues.Add(1)
+	return nil
+}
+
+func (s *stream) exitEnqueue() {
+	s.enqueues.Add(1)
+	s.live.exit()
+}
+
 func (s *stream) deadErr() error {
 	if s.dev.closed.Load() {
 		return fmt.Errorf("stream: device %d: %w", s.dev.ordinal, ErrClosed)
@@ -79,10 +100,10 @@ func (s *stream) Launch(f backend.Function, cfg backend.LaunchConfig, params []b
 	if !ok || fn.mod.dev != s.dev {
 		return errForeignFunction
 	}
-	if err := s.enter(); err != nil {
+	if err := s.enterEnqueue(); err != nil {
 		return err
 	}
-	defer s.live.exit()
+	defer s.exitEnqueue()
 	if !fn.mod.live.enter() {
 		return fmt.Errorf("launch %s: module was unloaded: %w", fn.name, ErrInvalidHandle)
 	}
@@ -127,10 +148,10 @@ func (s *stream) CopyDtoH(dst []byte, src backend.DevicePtr) error {
 }
 
 func (s *stream) hostCopy(dir int, what string, dev uint64, host []byte) error {
-	if err := s.enter(); err != nil {
+	if err := s.enterEnqueue(); err != nil {
 		return err
 	}
-	defer s.live.exit()
+	defer s.exitEnqueue()
 	if len(host) == 0 {
 		return nil
 	}
@@ -149,10 +170,10 @@ func (s *stream) hostCopy(dir int, what string, dev uint64, host []byte) error {
 
 // CopyDtoD enqueues a device-to-device copy (cuMemcpyDtoDAsync).
 func (s *stream) CopyDtoD(dst, src backend.DevicePtr, n uint64) error {
-	if err := s.enter(); err != nil {
+	if err := s.enterEnqueue(); err != nil {
 		return err
 	}
-	defer s.live.exit()
+	defer s.exitEnqueue()
 	if n == 0 {
 		return nil
 	}
@@ -168,10 +189,10 @@ func (s *stream) CopyDtoD(dst, src backend.DevicePtr, n uint64) error {
 
 // Memset enqueues cuMemsetD8/D16/D32Async: count elements of elemSize bytes.
 func (s *stream) Memset(dst backend.DevicePtr, value uint32, elemSize int, count uint64) error {
-	if err := s.enter(); err != nil {
+	if err := s.enterEnqueue(); err != nil {
 		return err
 	}
-	defer s.live.exit()
+	defer s.exitEnqueue()
 	switch elemSize {
 	case 1, 2, 4:
 	default:
@@ -203,10 +224,10 @@ func (s *stream) Record(e backend.Event) error {
 	if !ok || ev.dev != s.dev {
 		return fmt.Errorf("record: event of another device or backend: %w", ErrInvalidHandle)
 	}
-	if err := s.enter(); err != nil {
+	if err := s.enterEnqueue(); err != nil {
 		return err
 	}
-	defer s.live.exit()
+	defer s.exitEnqueue()
 	if err := ev.enter(); err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
@@ -221,10 +242,10 @@ func (s *stream) WaitEvent(e backend.Event) error {
 	if !ok {
 		return fmt.Errorf("wait event: event of another backend: %w", ErrInvalidHandle)
 	}
-	if err := s.enter(); err != nil {
+	if err := s.enterEnqueue(); err != nil {
 		return err
 	}
-	defer s.live.exit()
+	defer s.exitEnqueue()
 	if err := ev.enter(); err != nil {
 		return fmt.Errorf("wait event: %w", err)
 	}
@@ -249,10 +270,10 @@ func (s *stream) Callback(fn func(error)) error {
 	if fn == nil {
 		return fmt.Errorf("callback: nil function: %w", backend.ErrInvalidArgument)
 	}
-	if err := s.enter(); err != nil {
+	if err := s.enterEnqueue(); err != nil {
 		return err
 	}
-	defer s.live.exit()
+	defer s.exitEnqueue()
 	d := s.dev
 	cb := &callback{dev: d, fn: fn}
 	h := newCallbackHandle(cb)

@@ -86,8 +86,9 @@ type Stream struct {
 	sms      smRange    // the SMs its compute-engine work runs on
 
 	// Guarded by d.qmu.
-	last      *cmd
-	destroyed bool
+	last        *cmd
+	latestFence *fence // the last fence, if it was last enqueued when made
+	destroyed   bool
 
 	mu       sync.Mutex
 	queue    []*cmd
@@ -561,7 +562,10 @@ func (s *Stream) Callback(fn func(error)) error {
 	return s.enqueue(&cmd{kind: cmdCallback, callback: fn}, noEngine, nil)
 }
 
-var _ backend.Fencer = (*Stream)(nil)
+var (
+	_ backend.Fencer       = (*Stream)(nil)
+	_ backend.LatestFencer = (*Stream)(nil)
+)
 
 // Fence enqueues a marker after the stream's work so far
 // (backend.Fencer): it is reached once that work completed without error.
@@ -573,7 +577,24 @@ func (s *Stream) Fence() (backend.Fence, error) {
 	if err := s.enqueue(c, noEngine, nil); err != nil {
 		return nil, err
 	}
-	return &fence{d: s.d, c: c}, nil
+	f := &fence{d: s.d, c: c}
+	s.d.qmu.Lock()
+	if s.last == c {
+		s.latestFence = f
+	}
+	s.d.qmu.Unlock()
+	return f, nil
+}
+
+// LatestFence returns the stream's last fence if nothing was enqueued on it
+// since (backend.LatestFencer).
+func (s *Stream) LatestFence() (backend.Fence, bool) {
+	s.d.qmu.Lock()
+	defer s.d.qmu.Unlock()
+	if f := s.latestFence; f != nil && !s.destroyed && s.last == f.c {
+		return f, true
+	}
+	return nil, false
 }
 
 // fence is a sim stream's marker.
