@@ -15,6 +15,7 @@
 #   OUT=DIR     results, a directory per run (default /tmp/gpuos-sched-ab)
 #   ROUNDS=N    default 3;  DUR=S default 6;  PHASE=MS default 500;
 #   SETTLE=MS   default 25; RESERVE=N default 8; SMS=N default 132
+#   HP_ARGS="…" more arguments for the service (e.g. --think 40us)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/gpuos-sched-ab}
@@ -49,7 +50,8 @@ one() { # NAME ENV
 	start_in $WARM
 	sb be1 be "${BE[@]}" "${IL[@]}" --label il > "$o/be1.json" 2> "$o/be1.err" & local b1=$!
 	sb be2 be "${BE[@]}" "${IL[@]}" --label il > "$o/be2.json" 2> "$o/be2.err" & local b2=$!
-	sb hp hp "${HP[@]}" --period "${HP_PERIOD_US}us" "${IL[@]}" --label interleaved --trace "$o/gpuos-hp-interleaved.trace.csv" > "$o/gpuos-hp-interleaved.json" 2> "$o/hp.err"
+	# shellcheck disable=SC2086 # HP_ARGS is a list of arguments
+	sb hp hp "${HP[@]}" ${HP_ARGS:-} --period "${HP_PERIOD_US}us" "${IL[@]}" --label interleaved --trace "$o/gpuos-hp-interleaved.trace.csv" > "$o/gpuos-hp-interleaved.json" 2> "$o/hp.err"
 	wait $b1 $b2
 	kill $daemon; wait $daemon 2> /dev/null || true
 	sleep 0.5

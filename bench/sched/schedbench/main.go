@@ -114,7 +114,7 @@ func main() {
 type options struct {
 	socket, ptxPath, token, tokens, weights, label string
 	trace                                          string // hp: per-request CSV
-	duration, warmup, period                       time.Duration
+	duration, warmup, period, think                time.Duration
 	phase, settle                                  time.Duration // interleaved runs
 	from                                           time.Time     // when measuring starts
 	ns, nsShort, nsLong                            uint64
@@ -134,6 +134,7 @@ func runMode(ctx context.Context, mode string, args []string) error {
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "how long to run before measuring")
 	startAt := fs.Float64("start-at", 0, "measure from this wall-clock time (unix seconds) instead of after --warmup, so that processes measure the same window")
 	fs.DurationVar(&o.period, "period", time.Millisecond, "hp: one kernel per period")
+	fs.DurationVar(&o.think, "think", 0, "hp: work on the CPU this long between each launch and its synchronize (a service preparing its next input)")
 	fs.StringVar(&o.trace, "trace", "", "hp: write each measured request's host and GPU times (CSV) to this file")
 	fs.DurationVar(&o.phase, "phase", 0, "hp, be: an interleaved run: the measured window alternates phases this long, alone first, then loaded (be saturates only in loaded phases; hp reports both)")
 	fs.DurationVar(&o.settle, "settle", 25*time.Millisecond, "hp with --phase: requests this soon after a loaded phase ends count in neither (the load drains)")
@@ -281,6 +282,8 @@ func runHP(ctx context.Context, o options, image []byte) (*Result, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+		for o.think > 0 && time.Since(t0) < o.think {
 		}
 		if err := t.st.Synchronize(ctx); err != nil {
 			return nil, err
