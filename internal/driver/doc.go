@@ -39,8 +39,12 @@
 // fence is reached, then block in the driver if it was not (fence.go); its
 // serving goroutine then completes the work's completion events itself,
 // after the answer (sched.Queue.SetOwnCompletions, wire.Server.Answered),
-// and hands them to the scheduler's waiters when its ring goes idle. All
-// three are decided when the stream or ring is made.
+// and hands them to the scheduler's waiters when its ring goes idle. Once it
+// has answered a request that submitted work, with nothing else waiting on
+// its ring and that work all issued, it enqueues the fences then and there
+// (prefence), and a synchronize that comes later polls those if nothing
+// overtook them on their streams (backend.LatestFencer). All three are
+// decided when the stream or ring is made.
 //
 // Environment, for measuring on a GPU (all optional; the defaults are what
 // the benchmarks on the lent H100 chose): $GPUOS_LAUNCH_JOIN (1 to 8) fixes
@@ -68,7 +72,8 @@
 // $GPUOS_SYNC_FENCE=0 makes their synchronizing calls block in the driver
 // instead of polling fences, and $GPUOS_SYNC_FENCE_SPIN sets how long
 // they poll before yielding the CPU between polls, and $GPUOS_SYNC_OWN=0
-// leaves their completion events to the scheduler's waiters;
+// leaves their completion events to the scheduler's waiters, and
+// $GPUOS_SYNC_PREFENCE=0 leaves their fences to their synchronizing calls;
 // $GPUOS_SYNC_FENCE_PACED=1 (an experiment: it left the wake-ups as they
 // were, and the service's tail within the noise, bench/RESULTS.md session
 // 12) makes every other session wait by fences too, looking less and less

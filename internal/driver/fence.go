@@ -126,9 +126,7 @@ func (s *Session) prefence() {
 			continue
 		}
 		if fr, ok := st.(backend.Fencer); ok {
-			if _, err := fr.Fence(); err == nil {
-				s.prefenced.Add(1)
-			}
+			_, _ = fr.Fence()
 		}
 	}
 }

@@ -66,7 +66,6 @@ type Session struct {
 	fencePoll       atomic.Int64     // how long synchronizing calls poll fences (fencePoll), set when the rings open
 	reapDue         atomic.Bool      // a synchronizing call saw its fences reached: reap after the answer
 	prefenceDue     atomic.Bool      // work was submitted: fence it after the answer (prefence)
-	prefenced       atomic.Uint64    // fences prefence enqueued
 	prefenceStreams []backend.Stream
 }
 

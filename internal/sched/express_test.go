@@ -321,3 +321,47 @@ func (g *gate) then(op func() error) func() error {
 		return op()
 	}
 }
+
+// TestIssuedStreams: IssuedStreams offers the streams issued to since the
+// last WaitIssued, without forgetting them, once all the queue was given is
+// issued; while a command is still being issued it offers none.
+func TestIssuedStreams(t *testing.T) {
+	s := newSched(t, sched.Options{Device: &fakeDevice{}})
+	q := newQueue(t, s, sched.QueueParams{Tenant: "a", Session: 1, Depth: 8})
+	ctx := tctx(t)
+	st := newFakeStream(true)
+	release, issuing := make(chan struct{}), make(chan struct{})
+	submitted := make(chan error, 1)
+	go func() {
+		submitted <- q.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: st, Issue: func() error {
+			close(issuing)
+			<-release
+			return st.op()
+		}})
+	}()
+	<-issuing
+	if streams, ok := q.IssuedStreams(nil); ok || len(streams) != 0 {
+		t.Errorf("while a command is being issued: IssuedStreams = %v, %t; want none, false", streams, ok)
+	}
+	close(release)
+	if err := <-submitted; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.WaitIssued(ctx, nil); err != nil { // settled now, whichever goroutine issued
+		t.Fatal(err)
+	}
+	if err := q.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: st, Issue: st.op}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // not forgotten
+		if streams, ok := q.IssuedStreams(nil); !ok || len(streams) != 1 || streams[0] != backend.Stream(st) {
+			t.Fatalf("after an issue: IssuedStreams = %v, %t; want the stream, true", streams, ok)
+		}
+	}
+	if streams, err := q.WaitIssued(ctx, nil); err != nil || len(streams) != 1 {
+		t.Fatalf("WaitIssued = %v, %v; want the stream", streams, err)
+	}
+	if streams, ok := q.IssuedStreams(nil); !ok || len(streams) != 0 {
+		t.Errorf("after WaitIssued: IssuedStreams = %v, %t; want none, true", streams, ok)
+	}
+}
