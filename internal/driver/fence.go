@@ -118,17 +118,26 @@ func (s *Session) prefence() {
 		return // the synchronize waits for its issue, then fences
 	}
 	for _, st := range streams {
-		lf, ok := st.(backend.LatestFencer)
-		if !ok {
-			continue
-		}
-		if _, ok := lf.LatestFence(); ok {
-			continue
-		}
-		if fr, ok := st.(backend.Fencer); ok {
-			_, _ = fr.Fence()
+		if _, ok := st.(backend.LatestFencer); ok {
+			_, _, _ = streamFence(st) // only such a fence can be found later
 		}
 	}
+}
+
+// streamFence returns a fence behind the work enqueued on st: its latest if
+// that still marks all of it (early), else a new one.
+func streamFence(st backend.Stream) (f backend.Fence, early bool, err error) {
+	if lf, ok := st.(backend.LatestFencer); ok {
+		if f, ok := lf.LatestFence(); ok {
+			return f, true, nil
+		}
+	}
+	fr, ok := st.(backend.Fencer)
+	if !ok {
+		return nil, false, backend.ErrUnsupported
+	}
+	f, err = fr.Fence()
+	return f, false, err
 }
 
 // reap completes what the session's latest synchronizing call saw complete
@@ -188,22 +197,14 @@ func (s *Session) awaitStreams(streams []backend.Stream) (how int, err error) {
 		}()
 		early := 0
 		for _, st := range streams {
-			if lf, ok := st.(backend.LatestFencer); ok {
-				if f, ok := lf.LatestFence(); ok {
-					fences = append(fences, f)
-					early++
-					continue
-				}
-			}
-			fr, ok := st.(backend.Fencer)
-			if !ok {
-				break
-			}
-			f, err := fr.Fence()
+			f, e, err := streamFence(st)
 			if err != nil {
 				break // synchronize instead, which reports a lost context
 			}
 			fences = append(fences, f)
+			if e {
+				early++
+			}
 		}
 		if len(fences) == len(streams) && paced {
 			return pollFencesPaced(streams, fences)
