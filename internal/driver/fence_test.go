@@ -6,12 +6,15 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/backend"
+	"github.com/gpuos/gpuos/internal/backend/sim"
 	"github.com/gpuos/gpuos/internal/sched"
 )
 
@@ -229,6 +232,9 @@ func TestPrefence(t *testing.T) {
 	}
 	env := prefenceOn.Swap(true) // $GPUOS_SYNC_PREFENCE, read once per process
 	defer prefenceOn.Store(env)
+	// Prefence alone: the launch's own fence (TestLaunchFence) would be the
+	// one found.
+	defer launchFenceOn.Store(launchFenceOn.Swap(false))
 	ts := td.session("hp", 0)
 	ts.useRings()
 	var p v1.ProgramLoaded
@@ -288,4 +294,156 @@ func TestPrefence(t *testing.T) {
 		t.Errorf("with %s=0: %d fences enqueued by a launch and a synchronize, want 1", PrefenceEnv, got)
 	}
 	check("without prefence")
+}
+
+// opLog is a backend whose streams log what is enqueued on them, in order:
+// "L" a launch, "F" a fence, "M" a marker (the scheduler's own events), "R"
+// another record.
+type opLog struct {
+	backend.Backend
+	mu  sync.Mutex
+	ops []string
+}
+
+type opLogDevice struct {
+	backend.Device
+	l *opLog
+}
+
+type opLogStream struct {
+	backend.Stream
+	l *opLog
+}
+
+func (l *opLog) Open(ordinal int) (backend.Device, error) {
+	dev, err := l.Backend.Open(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	return opLogDevice{dev, l}, nil
+}
+
+func (d opLogDevice) NewStream(priority int) (backend.Stream, error) {
+	st, err := d.Device.NewStream(priority)
+	if err != nil {
+		return nil, err
+	}
+	return opLogStream{st, d.l}, nil
+}
+
+func (l *opLog) add(op string) {
+	l.mu.Lock()
+	l.ops = append(l.ops, op)
+	l.mu.Unlock()
+}
+
+// take returns the log so far and empties it.
+func (l *opLog) take() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := strings.Join(l.ops, "")
+	l.ops = nil
+	return s
+}
+
+// The log's entry goes in under the stream's call, so that the log's order
+// is the stream's.
+func (st opLogStream) Launch(f backend.Function, cfg backend.LaunchConfig, params []byte) error {
+	st.l.mu.Lock()
+	defer st.l.mu.Unlock()
+	st.l.ops = append(st.l.ops, "L")
+	return st.Stream.Launch(f, cfg, params)
+}
+
+func (st opLogStream) Record(e backend.Event) error {
+	st.l.mu.Lock()
+	defer st.l.mu.Unlock()
+	st.l.ops = append(st.l.ops, "R")
+	return st.Stream.Record(e)
+}
+
+func (st opLogStream) RecordMarker(e backend.Event) error {
+	st.l.mu.Lock()
+	defer st.l.mu.Unlock()
+	st.l.ops = append(st.l.ops, "M")
+	return st.Stream.(backend.MarkerRecorder).RecordMarker(e)
+}
+
+func (st opLogStream) Fence() (backend.Fence, error) {
+	st.l.mu.Lock()
+	defer st.l.mu.Unlock()
+	st.l.ops = append(st.l.ops, "F")
+	return st.Stream.(backend.Fencer).Fence()
+}
+
+func (st opLogStream) LatestFence() (backend.Fence, bool) {
+	return st.Stream.(backend.LatestFencer).LatestFence()
+}
+
+// TestLaunchFence: a fence-polling session's launch with a synchronize
+// behind it, or nothing yet, is fenced in its issue, right behind the
+// kernel and ahead of the scheduler's completion event, and the
+// synchronize polls that fence; a launch with more launches behind it is
+// not; with $GPUOS_SYNC_LAUNCHFENCE=0 the fence comes behind the event.
+func TestLaunchFence(t *testing.T) {
+	l := &opLog{Backend: sim.New(sim.Options{Memory: 256 << 20})}
+	td := newDriverOn(t, l, Options{Sched: sched.Options{Policy: "priority"}})
+	if err := td.d.sched.SetShare("hp", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
+		t.Fatal(err)
+	}
+	f := newScriptFixture(t, td, "hp")
+	f.s.fencePoll.Store(int64(HighClassSpin)) // as its rings' opening would
+	defer prefenceOn.Store(prefenceOn.Load())
+	defer launchFenceOn.Store(launchFenceOn.Load())
+	// afterLaunches is what the log holds behind each launch: its fence, or
+	// the scheduler's marker, and the number of fences in all.
+	afterLaunches := func(log string) (after string, fences int) {
+		for i := 0; i < len(log); i++ {
+			if log[i] == 'L' && i+1 < len(log) {
+				after += log[i+1 : i+2]
+			}
+		}
+		return after, strings.Count(log, "F")
+	}
+	for _, c := range []struct {
+		name      string
+		on        bool
+		prefence  bool // the script's requests are not the session's ring's: prefence sees none pending
+		launches  int
+		sync      bool
+		wantAfter string
+		wantF     int
+	}{
+		{"a launch, then a synchronize", true, false, 1, true, "F", 1},
+		{"three launches, then a synchronize", true, false, 3, true, "MMF", 1},
+		{"a launch, nothing behind it", true, false, 1, false, "F", 1},
+		{"a launch, nothing behind it, with prefence", true, true, 1, false, "F", 1},
+		{"with the launch fence off", false, false, 1, true, "M", 1},
+		{"with the launch fence off, with prefence", false, true, 1, false, "M", 1},
+	} {
+		launchFenceOn.Store(c.on)
+		prefenceOn.Store(c.prefence)
+		f.reset()
+		for i := range c.launches {
+			f.launch(uint32(i), 1)
+		}
+		if c.sync {
+			f.add(0, &v1.Synchronize{})
+		}
+		l.take()
+		if sc := f.serve(nil); len(sc.errs) != 0 {
+			t.Fatalf("%s: errors %v", c.name, sc.errs)
+		}
+		if !c.sync { // synchronize in a script of its own: nothing behind the launch
+			f.reset()
+			f.add(0, &v1.Synchronize{})
+			if sc := f.serve(nil); len(sc.errs) != 0 {
+				t.Fatalf("%s: errors %v", c.name, sc.errs)
+			}
+		}
+		log := l.take()
+		if after, fences := afterLaunches(log); after != c.wantAfter || fences != c.wantF {
+			t.Errorf("%s: %q enqueued: behind the launches %q, %d fences; want %q, %d", c.name, log, after, fences, c.wantAfter, c.wantF)
+		}
+	}
 }

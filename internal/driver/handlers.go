@@ -73,7 +73,7 @@ func (s *Session) dispatch(ctx context.Context, req *wire.Request) (v1.Message, 
 	case *v1.CreateStream:
 		return s.createStream(m)
 	case *v1.Launch:
-		return nil, s.launch(ctx, m)
+		return nil, s.launch(ctx, m, s.fenceLaunch(req))
 	case *v1.Memcpy:
 		return s.memcpy(ctx, m, req.Header.NoReply())
 	case *v1.Memset:
@@ -516,7 +516,9 @@ func (s *Session) getGlobal(m *v1.GetGlobal) (v1.Message, error) {
 
 // ---- launches ---------------------------------------------------------------
 
-func (s *Session) launch(ctx context.Context, m *v1.Launch) error {
+// launch submits m; with fence, the command it joins or makes enqueues a
+// fence right behind its launches (fenceLaunch).
+func (s *Session) launch(ctx context.Context, m *v1.Launch, fence bool) error {
 	var recv time.Time
 	if s.latency != nil {
 		recv = time.Now()
@@ -549,12 +551,12 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch) error {
 	small := s.smallLaunch(cfg)
 	if small {
 		// The request frame is not ours to keep: join copies the parameters.
-		if lc := s.joinable; lc != nil && lc.st == so.st && lc.join(k, cfg, m.Params, s.joinLimit()) {
+		if lc := s.joinable; lc != nil && lc.st == so.st && lc.join(k, cfg, m.Params, s.joinLimit(), fence) {
 			s.afterSubmit()
 			return nil
 		}
 	}
-	lc := &launchCmd{s: s, st: so.st}
+	lc := &launchCmd{s: s, st: so.st, fence: fence}
 	if s.latency != nil {
 		lc.stamps = &launchStamps{recv: recv}
 		s.latency.received(recv)
@@ -668,6 +670,7 @@ type launchCmd struct {
 	first launchArgs
 	mu    sync.Mutex
 	open  bool          // launches may still join: not issued or dropped
+	fence bool          // enqueue a fence behind the launches (fenceLaunch); the last joined says
 	more  []launchArgs  // joined launches
 	arena []byte        // their parameters
 	progs []*programObj // the programs of the launches, each once
@@ -692,12 +695,13 @@ type launchArgs struct {
 // join adds a launch of k to the command if it has not been issued yet and
 // carries fewer than limit, copying its parameters; false means it was, or
 // is full: submit a new one.
-func (lc *launchCmd) join(k *kernelObj, cfg backend.LaunchConfig, params []byte, limit int) bool {
+func (lc *launchCmd) join(k *kernelObj, cfg backend.LaunchConfig, params []byte, limit int, fence bool) bool {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	if !lc.open || len(lc.more)+1 >= limit {
 		return false
 	}
+	lc.fence = fence
 	if !slices.Contains(lc.progs, k.prog) {
 		lc.progs = append(lc.progs, k.prog)
 		if k.done != nil {
@@ -723,11 +727,11 @@ func (lc *launchCmd) close() []launchArgs {
 	return lc.more
 }
 
-// issue launches the command's launches in order. A failed launch does not
-// stop the ones after it, as separate launches would not be: the first error
-// is the command's.
+// issue launches the command's launches in order, then the fence if it is
+// to have one. A failed launch does not stop the ones after it, as separate
+// launches would not be: the first error is the command's.
 func (lc *launchCmd) issue() error {
-	more := lc.close()
+	more := lc.close() // fence is final once it is closed
 	start := time.Now()
 	err := lc.st.Launch(lc.first.fn, lc.first.cfg, lc.first.params)
 	for i := range more {
@@ -741,6 +745,13 @@ func (lc *launchCmd) issue() error {
 		lc.s.latency.issued(st)
 	}
 	lc.s.noteIssue(time.Since(start), 1+len(more))
+	if lc.fence && err == nil {
+		if f, ok := lc.st.(backend.Fencer); ok {
+			// Ahead of the scheduler's completion event: the synchronize
+			// finds it (streamFence); a failure is the synchronize's to meet.
+			_, _ = f.Fence()
+		}
+	}
 	return err
 }
 

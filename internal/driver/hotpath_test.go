@@ -138,6 +138,15 @@ func (sc *script) ReadFrame() (wire.Frame, error) {
 
 func (sc *script) Pending() bool { return sc.next < len(sc.frames) }
 
+// NextType names the next frame's type, as rings tell it (wire.Request.Next).
+func (sc *script) NextType() (v1.Type, bool) {
+	if sc.next == len(sc.frames) {
+		return 0, false
+	}
+	h, err := v1.ParseHeader(sc.frames[sc.next])
+	return h.Type, err == nil
+}
+
 func (sc *script) WriteMessage(id uint64, flags v1.Flags, m v1.Message, fds ...int) error {
 	sc.replies = append(sc.replies, m)
 	if e, ok := m.(*v1.Error); ok {
@@ -165,12 +174,18 @@ type joinFixture struct {
 
 func newJoinFixture(t *testing.T) *joinFixture {
 	rec := &recorder{gate: make(chan struct{})}
-	td := newDriverOn(t, recBackend{sim.New(sim.Options{Memory: 256 << 20}), rec}, Options{})
+	f := newScriptFixture(t, newDriverOn(t, recBackend{sim.New(sim.Options{Memory: 256 << 20}), rec}, Options{}), "join")
+	f.rec = rec
+	return f
+}
+
+// newScriptFixture is newJoinFixture on td, for tenant, without a recorder.
+func newScriptFixture(t *testing.T, td *testDriver, tenant string) *joinFixture {
 	c0, c1, err := wire.Pair()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := td.d.Attach(&v1.AttachSession{SessionID: nextTestSession.Add(1), Tenant: "join", Rights: v1.AllSessionRights, Weight: 1}, c1)
+	s, err := td.d.Attach(&v1.AttachSession{SessionID: nextTestSession.Add(1), Tenant: tenant, Rights: v1.AllSessionRights, Weight: 1}, c1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +198,7 @@ func newJoinFixture(t *testing.T) *joinFixture {
 		t.Fatal(err)
 	}
 	s.joinFixed = maxJoined // not what the first, held launch says of the sim's speed
-	f := &joinFixture{t: t, rec: rec, s: s, sms: uint32(td.d.info.SMCount)}
+	f := &joinFixture{t: t, s: s, sms: uint32(td.d.info.SMCount)}
 	f.reset()
 	f.add(0, &v1.LoadProgram{Image: image, Name: "bench.ptx"})
 	f.add(0, &v1.LoadProgram{Image: image, Name: "bench2.ptx"})

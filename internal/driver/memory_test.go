@@ -83,6 +83,15 @@ func (s *watchStream) LatestFence() (backend.Fence, bool) {
 	return nil, false
 }
 
+// RecordMarker passes the inner stream's markers through (the scheduler
+// records its events so).
+func (s *watchStream) RecordMarker(e backend.Event) error {
+	if m, ok := s.Stream.(backend.MarkerRecorder); ok {
+		return m.RecordMarker(e)
+	}
+	return s.Stream.Record(e)
+}
+
 func (s *watchStream) Launch(f backend.Function, cfg backend.LaunchConfig, params []byte) error {
 	s.w.mu.Lock()
 	s.w.running[s]++

@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 )
@@ -59,8 +60,13 @@ func FuzzConsumer(f *testing.F) {
 			return
 		}
 		var buf []byte
+		var peek [16]byte
 		for range 64 {
+			n := c.Peek(peek[:]) // a hint: never a panic, and true to what Read returns
 			m, ok, err := c.TryRead(buf)
+			if ok && err == nil && !bytes.Equal(peek[:n], m[:min(n, len(m))]) || ok && n > len(m) {
+				t.Fatalf("Peek = %x, then TryRead = %x", peek[:n], m[:min(len(m), 16)])
+			}
 			if err != nil {
 				if !errors.Is(err, ErrCorrupt) {
 					t.Fatalf("read: %v, want ErrCorrupt", err)

@@ -368,6 +368,39 @@ func (c *Consumer) Pending() bool {
 	return c.v.head.Load() != c.tail
 }
 
+// Peek copies into p the first bytes of the next message, without reading
+// it, and returns how many it copied: 0 if no message is published whole
+// enough to tell (its first record, whole), or a part of one was already
+// read. Like Pending it is a hint, read without checks beyond its own
+// bounds; Read and TryRead are what validate the ring. The reading
+// goroutine calls it.
+func (c *Consumer) Peek(p []byte) int {
+	c.ops.RLock()
+	defer c.ops.RUnlock()
+	if c.closed.Load() || c.err != nil || c.inPart || c.shut.Load() != nil {
+		return 0
+	}
+	v := &c.v
+	head, tail := v.head.Load(), c.tail
+	for range 2 { // a pad record, then the message's first record
+		if head == tail || !v.consistent(head, tail) {
+			return 0
+		}
+		off := tail & v.mask
+		n := uint64(binary.LittleEndian.Uint32(v.data[off:]))
+		flags := binary.LittleEndian.Uint32(v.data[off+4:])
+		if flags == flagPad {
+			tail += v.size - off
+			continue
+		}
+		if flags&^flagMore != 0 || n > uint64(v.frag) || recHdr+uint64(align8(int(n))) > head-tail || off+recHdr+n > v.size {
+			return 0
+		}
+		return copy(p, v.data[off+recHdr:off+recHdr+n])
+	}
+	return 0
+}
+
 // Watch polls, without reading, until a read would not wait (a message or
 // part of one is published and unread, or the end is shut down or closed)
 // and has not for stale (0: at once), and reports true; false once spin has

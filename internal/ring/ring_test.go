@@ -340,6 +340,75 @@ func TestPending(t *testing.T) {
 	}
 }
 
+// TestPeek: Peek shows the next message's first bytes, through wraps and
+// fragments, and consumes nothing; an empty ring, a message half read and a
+// closed end show nothing.
+func TestPeek(t *testing.T) {
+	size := MinSize
+	p, c := pair(t, size, Options{Spin: -1})
+	var buf [24]byte
+	if n := c.Peek(buf[:]); n != 0 {
+		t.Fatalf("an empty ring: Peek = %d bytes, want 0", n)
+	}
+	for i := range 40 {
+		m := message(i, size)
+		if len(m) > 2*MaxRecord(size) {
+			continue // would wait for a reader
+		}
+		if err := p.Write(m); err != nil {
+			t.Fatal(err)
+		}
+		want := m[:min(len(m), len(buf), MaxRecord(size))]
+		for range 2 { // peeking twice sees the same
+			if n := c.Peek(buf[:]); !bytes.Equal(buf[:n], want) {
+				t.Fatalf("message %d (%d bytes): Peek = %x, want %x", i, len(m), buf[:n], want)
+			}
+		}
+		got, err := c.Read(nil)
+		if err != nil || !bytes.Equal(got, m) {
+			t.Fatalf("message %d: Read after Peek = %d bytes, %v; want the message", i, len(got), err)
+		}
+	}
+	if n := c.Peek(buf[:]); n != 0 {
+		t.Fatalf("all read: Peek = %d bytes, want 0", n)
+	}
+	if err := p.Write([]byte("next")); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if n := c.Peek(buf[:]); n != 0 {
+		t.Fatalf("a closed end: Peek = %d bytes, want 0", n)
+	}
+}
+
+// TestPeekPartial: once part of a message is read, Peek shows nothing.
+func TestPeekPartial(t *testing.T) {
+	size := MinSize
+	a, b := twoMappings(t, Bytes(size))
+	Init(a.Bytes(), size)
+	c, err := NewConsumer(b.Bytes(), size, testMax, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	frag := MaxRecord(size)
+	data := a.Bytes()[ControlBytes:]
+	binary.LittleEndian.PutUint32(data[0:], uint32(frag))
+	binary.LittleEndian.PutUint32(data[4:], flagMore)
+	copy(data[8:], "head")
+	word64(a.Bytes(), offHead).Store(uint64(8 + frag))
+	var buf [4]byte
+	if n := c.Peek(buf[:]); string(buf[:n]) != "head" {
+		t.Fatalf("a message's first record: Peek = %q, want %q", buf[:n], "head")
+	}
+	if _, ok, err := c.TryRead(nil); ok || err != nil {
+		t.Fatalf("half a message: TryRead = %v, %v", ok, err)
+	}
+	if n := c.Peek(buf[:]); n != 0 {
+		t.Fatalf("half a message read: Peek = %q, want nothing", buf[:n])
+	}
+}
+
 // TestWatch: Watch reports unread data (at once, or once it has waited
 // stale unread), not an empty ring (false once spin passes or quit says so),
 // and the end of the ring; it may run beside a reader.

@@ -453,7 +453,7 @@ func (s *Scheduler) issueLocked(a *action) {
 		if start == nil {
 			start, _ = s.newEvent(true)
 		}
-		if start != nil && st.Record(start) != nil {
+		if start != nil && recordMarker(st, start) != nil {
 			start.Destroy() // the engine predecessor bounds the start instead
 			start = nil
 		}
@@ -470,7 +470,7 @@ func (s *Scheduler) issueLocked(a *action) {
 			end, recErr = s.newEvent(timed)
 		}
 		if recErr == nil {
-			recErr = st.Record(end)
+			recErr = recordMarker(st, end)
 		}
 	}
 
@@ -534,7 +534,7 @@ func (s *Scheduler) flushLocked(sq *streamQ) {
 		end, err = s.newEvent(timed)
 	}
 	if err == nil {
-		err = st.Record(end)
+		err = recordMarker(st, end)
 	}
 	s.mu.Lock()
 	p.end = end

@@ -106,6 +106,17 @@ func (s *Scheduler) putEvent(ev backend.Event, timed bool) {
 	s.events[i] = append(s.events[i], ev)
 }
 
+// recordMarker records ev, one of the scheduler's own events, on st: as a
+// marker where the backend tells markers from work (backend.MarkerRecorder),
+// so that it does not overtake a fence enqueued right after a command, which
+// a synchronize may then poll instead of waiting behind the event.
+func recordMarker(st backend.Stream, ev backend.Event) error {
+	if m, ok := st.(backend.MarkerRecorder); ok {
+		return m.RecordMarker(ev)
+	}
+	return st.Record(ev)
+}
+
 func (s *Scheduler) newEvent(timed bool) (backend.Event, error) {
 	var flags backend.EventFlags
 	if !timed {

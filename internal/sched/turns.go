@@ -130,7 +130,7 @@ func (tg *turnGate) apply(s *Scheduler, st backend.Stream) {
 			}
 			tg.events[i] = ev
 		}
-		if old.Record(ev) != nil {
+		if recordMarker(old, ev) != nil {
 			tg.events[i] = nil
 			ev.Destroy()
 		}

@@ -23,8 +23,10 @@ type hotSession struct {
 	hc         *wire.HotConn
 	sq, cq     int
 	mu         sync.Mutex
-	launches   []uint64 // Launch.Kernel values, in the order handled
-	more       []bool   // each Launch's Request.More
+	launches   []uint64  // Launch.Kernel values, in the order handled
+	more       []bool    // each Launch's Request.More
+	next       []v1.Type // each Launch's HotConn.NextType (0: none)
+	reqNext    []v1.Type // each Launch's Request.Next
 	block      chan struct{}
 	shm        *ring.Shm
 	servedErr  chan error
@@ -63,6 +65,12 @@ func (s *hotSession) handle(ctx context.Context, req *wire.Request) (v1.Message,
 		s.mu.Lock()
 		s.launches = append(s.launches, m.Kernel)
 		s.more = append(s.more, req.More)
+		next, ok := s.hc.NextType()
+		if !ok {
+			next = 0
+		}
+		s.next = append(s.next, next)
+		s.reqNext = append(s.reqNext, req.Next)
 		s.mu.Unlock()
 		return nil, nil, nil
 	case *v1.MemInfo: // Free: launches handled, Total: the last one's kernel
@@ -494,6 +502,50 @@ func TestHotMore(t *testing.T) {
 	defer s.mu.Unlock()
 	if want := []bool{true, true, false}; fmt.Sprint(s.more) != fmt.Sprint(want) {
 		t.Errorf("Request.More of the burst's launches: %v, want %v", s.more, want)
+	}
+}
+
+// TestHotNextType: as a request is served, NextType (and Request.Next) names
+// the request queued behind it on the ring, and nothing once none is; on the
+// socket they name nothing.
+func TestHotNextType(t *testing.T) {
+	for _, onRings := range []bool{true, false} {
+		cl, s := hotPair(t, 1<<16, 1<<16, onRings)
+		ctx := tctx(t)
+		blocked, err := cl.Start(ctx, &v1.WaitFence{}) // holds the server while requests queue
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := uint64(1); k <= 2; k++ {
+			if err := cl.Send(&v1.Launch{Kernel: k}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		info, err := cl.Start(ctx, &v1.MemInfo{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		close(s.block)
+		for _, c := range []*wire.Call{blocked, info} {
+			if err := c.Wait(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cl.Call(ctx, &v1.Launch{Kernel: 3}, nil); err != nil {
+			t.Fatal(err)
+		}
+		want := []v1.Type{v1.TypeLaunch, v1.TypeMemInfo, 0}
+		if !onRings {
+			want = []v1.Type{0, 0, 0}
+		}
+		s.mu.Lock()
+		if fmt.Sprint(s.next) != fmt.Sprint(want) {
+			t.Errorf("on rings %v: NextType as each launch was served: %v, want %v", onRings, s.next, want)
+		}
+		if fmt.Sprint(s.reqNext) != fmt.Sprint(want) {
+			t.Errorf("on rings %v: Request.Next of each launch: %v, want %v", onRings, s.reqNext, want)
+		}
+		s.mu.Unlock()
 	}
 }
 

@@ -239,6 +239,24 @@ func (h *HotConn) Pending() bool {
 	return h.sq.Pending()
 }
 
+// NextType returns the type of the request waiting on the submission ring
+// behind the ones ReadFrame returned, if one is there whole enough to tell
+// (a hint, as Pending is).
+func (h *HotConn) NextType() (v1.Type, bool) {
+	if h.state.Load() != hotRings {
+		return 0, false
+	}
+	var hdr [v1.HeaderSize]byte
+	if h.sq.Peek(hdr[:]) < len(hdr) {
+		return 0, false
+	}
+	hd, err := v1.ParseHeader(hdr[:])
+	if err != nil {
+		return 0, false
+	}
+	return hd.Type, true
+}
+
 // WriteMessage sends a reply: on the completion ring once the peer may read
 // it there, except that a frame with descriptors always goes on the socket.
 func (h *HotConn) WriteMessage(id uint64, flags v1.Flags, m v1.Message, fds ...int) error {

@@ -21,6 +21,10 @@ type Request struct {
 	// when it was read (a burst): a handler may leave work that a later
 	// request of the burst will push on. Only rings report it.
 	More bool
+	// Next is the type of the request behind this one, when More and the
+	// transport can tell (0: not known): a handler may prepare for it (a
+	// launch with a synchronize behind it fences its stream at once).
+	Next v1.Type
 }
 
 // Handler answers one request with its reply (nil for Empty) and descriptors to
@@ -92,6 +96,7 @@ func (s *Server) Serve(ctx context.Context, c Transport) error {
 
 	st := &serving{s: s, ctx: ctx, c: c, req: new(Request), dc: &decoding{}}
 	st.pending, _ = c.(interface{ Pending() bool })
+	st.next, _ = c.(interface{ NextType() (v1.Type, bool) })
 	st.recycler, _ = c.(interface{ Recycle() })
 	hc, _ := c.(hedgeable)
 	var h *hedge
@@ -127,6 +132,7 @@ type serving struct {
 	ctx      context.Context
 	c        Transport
 	pending  interface{ Pending() bool }
+	next     interface{ NextType() (v1.Type, bool) }
 	recycler interface{ Recycle() }
 	greeted  bool
 	req      *Request
@@ -167,6 +173,11 @@ func (st *serving) step(try hedgeable) (ok, done bool, err error) {
 	*req = Request{Header: f.Header, FDs: f.FDs}
 	if st.pending != nil {
 		req.More = st.pending.Pending()
+	}
+	if req.More && st.next != nil {
+		if t, ok := st.next.NextType(); ok {
+			req.Next = t
+		}
 	}
 	reply, fds, err := s.serveOne(st.ctx, req, f.Payload, st.greeted, st.dc)
 	fatal := !st.greeted && err != nil

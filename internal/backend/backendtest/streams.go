@@ -360,6 +360,28 @@ func (s *suite) testLatestFence(t *testing.T) {
 		{"WaitEvent", func() error { return st.WaitEvent(ev) }},
 		{"Callback", func() error { return st.Callback(func(error) {}) }},
 	}
+	// A marker (backend.MarkerRecorder, optional) is not work: the fence
+	// before it stays the latest, and the stream's synchronize covers it.
+	if mr, ok := st.(backend.MarkerRecorder); ok {
+		must(t, st.Memset(a, 3, 4, 1<<18))
+		f, err := fr.Fence()
+		must(t, err)
+		timed := newEvent(t, d, 0)
+		must(t, mr.RecordMarker(timed))
+		must(t, mr.RecordMarker(ev))
+		if g, ok := lf.LatestFence(); !ok || g != f {
+			t.Fatalf("after two markers: LatestFence = %v, %v; want the fence before them, true", g, ok)
+		}
+		must(t, st.Synchronize())
+		for _, e := range []backend.Event{timed, ev} {
+			if done, err := e.Query(); !done || err != nil {
+				t.Fatalf("a marker's event after Synchronize: Query = %v, %v; want true, nil", done, err)
+			}
+		}
+		if !f.Reached() {
+			t.Fatal("the fence before the markers is not reached after Synchronize")
+		}
+	}
 	for _, e := range enqueues {
 		_, err := fr.Fence()
 		must(t, err)

@@ -228,6 +228,26 @@ func (s *stream) Record(e backend.Event) error {
 		return err
 	}
 	defer s.exitEnqueue()
+	return s.record(ev)
+}
+
+var _ backend.MarkerRecorder = (*stream)(nil)
+
+// RecordMarker is Record, not counted as work for LatestFence
+// (backend.MarkerRecorder).
+func (s *stream) RecordMarker(e backend.Event) error {
+	ev, ok := e.(*event)
+	if !ok || ev.dev != s.dev {
+		return fmt.Errorf("record: event of another device or backend: %w", ErrInvalidHandle)
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.live.exit()
+	return s.record(ev)
+}
+
+func (s *stream) record(ev *event) error {
 	if err := ev.enter(); err != nil {
 		return fmt.Errorf("record: %w", err)
 	}

@@ -52,10 +52,11 @@ const (
 // cmd is one enqueued command. Its result fields are written by its stream's
 // goroutine and read by others only after done is closed.
 type cmd struct {
-	kind  cmdKind
-	eng   *engine // nil for commands that use no engine
-	prev  *cmd    // the command before it on eng, until waited for
-	floor uint64  // the host synchronization point when it was enqueued
+	kind   cmdKind
+	marker bool    // a record that is not work (RecordMarker)
+	eng    *engine // nil for commands that use no engine
+	prev   *cmd    // the command before it on eng, until waited for
+	floor  uint64  // the host synchronization point when it was enqueued
 
 	fn     *function
 	cfg    backend.LaunchConfig
@@ -87,7 +88,8 @@ type Stream struct {
 
 	// Guarded by d.qmu.
 	last        *cmd
-	latestFence *fence // the last fence, if it was last enqueued when made
+	lastWork    *cmd   // the last command but markers (RecordMarker)
+	latestFence *fence // the last fence, if it was the last work enqueued when made
 	destroyed   bool
 
 	mu       sync.Mutex
@@ -193,6 +195,9 @@ func (s *Stream) enqueue(c *cmd, eng engineKind, locked func() error) error {
 		c.eng.last = c
 	}
 	s.last = c
+	if !c.marker {
+		s.lastWork = c
+	}
 	s.mu.Lock()
 	s.queue = append(s.queue, c)
 	s.mu.Unlock()
@@ -511,6 +516,18 @@ func (s *Stream) Memset(dst backend.DevicePtr, value uint32, elemSize int, count
 // Record enqueues a record of e: e's time becomes the end of the work
 // enqueued on the stream before it.
 func (s *Stream) Record(e backend.Event) error {
+	return s.record(e, false)
+}
+
+var _ backend.MarkerRecorder = (*Stream)(nil)
+
+// RecordMarker is Record, not counted as work for LatestFence
+// (backend.MarkerRecorder).
+func (s *Stream) RecordMarker(e backend.Event) error {
+	return s.record(e, true)
+}
+
+func (s *Stream) record(e backend.Event, marker bool) error {
 	if err := s.d.check(); err != nil {
 		return err
 	}
@@ -518,7 +535,7 @@ func (s *Stream) Record(e backend.Event) error {
 	if !ok || ev.d != s.d {
 		return fmt.Errorf("record: event of another device or backend: %w", ErrInvalidHandle)
 	}
-	c := &cmd{kind: cmdRecord}
+	c := &cmd{kind: cmdRecord, marker: marker}
 	return s.enqueue(c, noEngine, func() error {
 		if ev.destroyed {
 			return fmt.Errorf("record: event was destroyed: %w", ErrInvalidHandle)
@@ -579,19 +596,19 @@ func (s *Stream) Fence() (backend.Fence, error) {
 	}
 	f := &fence{d: s.d, c: c}
 	s.d.qmu.Lock()
-	if s.last == c {
+	if s.lastWork == c {
 		s.latestFence = f
 	}
 	s.d.qmu.Unlock()
 	return f, nil
 }
 
-// LatestFence returns the stream's last fence if nothing was enqueued on it
-// since (backend.LatestFencer).
+// LatestFence returns the stream's last fence if nothing but markers was
+// enqueued on it since (backend.LatestFencer).
 func (s *Stream) LatestFence() (backend.Fence, bool) {
 	s.d.qmu.Lock()
 	defer s.d.qmu.Unlock()
-	if f := s.latestFence; f != nil && !s.destroyed && s.last == f.c {
+	if f := s.latestFence; f != nil && !s.destroyed && s.lastWork == f.c {
 		return f, true
 	}
 	return nil, false
