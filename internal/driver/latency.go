@@ -48,7 +48,8 @@ const latencyMax = 1 << 17
 // launchStamps are one launch command's times.
 type launchStamps struct {
 	recv, issue0, issue1, synced, done time.Time
-	expressed                          bool // the scheduler's express lane issued it
+	submit                             time.Time // handed to the scheduler (after recv, before issue0)
+	expressed                          bool      // the scheduler's express lane issued it
 }
 
 // syncStamps are one stream synchronize's times: received, its commands
@@ -207,7 +208,8 @@ func (l *latencyRec) write(path, who string) {
 }
 
 // writeLatencyCSV appends one row per command: the session, then its stages'
-// times in Unix ns (0: not reached), then whether the express lane issued it.
+// times in Unix ns (0: not reached), then whether the express lane issued it,
+// then when it was handed to the scheduler.
 func writeLatencyCSV(path, who string, stamps []launchStamps) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
@@ -225,7 +227,7 @@ func writeLatencyCSV(path, who string, stamps []launchStamps) {
 	var b []byte
 	for i := range stamps {
 		s := &stamps[i]
-		b = fmt.Appendf(b, "%q,%d,%d,%d,%d,%d,%t\n", who, ns(s.recv), ns(s.issue0), ns(s.issue1), ns(s.synced), ns(s.done), s.expressed)
+		b = fmt.Appendf(b, "%q,%d,%d,%d,%d,%d,%t,%d\n", who, ns(s.recv), ns(s.issue0), ns(s.issue1), ns(s.synced), ns(s.done), s.expressed, ns(s.submit))
 	}
 	f.Write(b)
 }

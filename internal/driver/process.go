@@ -63,6 +63,11 @@ const LowClassPollEnv = "GPUOS_SCHED_LOWPOLL"
 // measuring.
 const LowClassPaceEnv = "GPUOS_SCHED_LOWPACE"
 
+// HighClassStartEnv, set to "0", records no start event before a high-class
+// command on an idle accounting chain (sched.Options.NoHighClassStart). For
+// measuring.
+const HighClassStartEnv = "GPUOS_SCHED_HIGHSTART"
+
 // SliceEnv sets the scheduler's slice length (sched.Options.SliceTarget): a
 // duration ("100us"), or "off" for no slicing. For measuring what slicing
 // costs and buys; unset, the scheduler's default.
@@ -153,7 +158,7 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 		DeviceMemoryLimit: *devMem, Log: log, SwapLimit: *swap, SwapReserve: *swapReserve, MinResidency: *minRes, ReserveSMs: *reserveSMs,
 		Sched: sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0", NoHighFirst: os.Getenv(NoHighFirstEnv) == "0", SliceTarget: slice,
 			BlockingWait: os.Getenv(BlockingWaitEnv) == "block", LowClassPoll: lowPoll,
-			NoLowClassPace: os.Getenv(LowClassPaceEnv) == "0"}})
+			NoLowClassPace: os.Getenv(LowClassPaceEnv) == "0", NoHighClassStart: os.Getenv(HighClassStartEnv) == "0"}})
 	if err != nil {
 		return err
 	}

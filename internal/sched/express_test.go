@@ -365,3 +365,26 @@ func TestIssuedStreams(t *testing.T) {
 		t.Errorf("after WaitIssued: IssuedStreams = %v, %t; want none, true", streams, ok)
 	}
 }
+
+// TestHighClassStart: a high-class command on an idle accounting chain gets
+// a start event and an end event; with Options.NoHighClassStart only the end.
+func TestHighClassStart(t *testing.T) {
+	for _, tc := range []struct {
+		off        bool
+		wantEvents int64
+	}{{false, 2}, {true, 1}} {
+		dev := &fakeDevice{}
+		s := newServiceSched(t, sched.Options{Device: dev, NoHighClassStart: tc.off}, "priority")
+		svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 1, Depth: 8})
+		st := newFakeStream(true)
+		if err := svc.Submit(tctx(t), &sched.Command{Kind: sched.Compute, Stream: st, Issue: st.op}); err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Wait(tctx(t)); err != nil {
+			t.Fatal(err)
+		}
+		if got := dev.events.Load(); got != tc.wantEvents {
+			t.Errorf("NoHighClassStart %v: %d events made for one command, want %d", tc.off, got, tc.wantEvents)
+		}
+	}
+}

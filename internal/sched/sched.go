@@ -125,6 +125,11 @@ type Options struct {
 	// LowClassPoll from the start, instead of first sleeping through most
 	// of a compute point's expected time (lowPollFirst). For measuring.
 	NoLowClassPace bool
+	// NoHighClassStart records no start event before a high-class command
+	// whose accounting chain idled (its charge is then from the chain's
+	// latest end, idle time included): the event's record is a driver call
+	// on the service's path before its launch. For measuring.
+	NoHighClassStart bool
 	// OnEject, if set, is told (on its own goroutine) when a policy is
 	// replaced for misbehaving.
 	OnEject func(policy string, err error)

@@ -36,10 +36,11 @@ import (
 
 // stageNames are the stages in the order of a request: L launch called
 // (client), R received (daemon), I0/I1 cuLaunchKernel called/returned, GS/GE
-// the kernel's start and end on the GPU, SR/SI synchronize received / its
+// the kernel's start and end on the GPU, S the launch handed to the
+// scheduler (R->S, S->I0 split R->I0; logs without it leave them blank), SR/SI synchronize received / its
 // commands issued, SS streams synchronized, C the client's synchronize
 // returned.
-var stageNames = []string{"total", "L->R", "R->I0", "I0->I1", "I0->GS", "GS->GE", "GE->SS", "SS->C", "R->SR", "SR->SI", "max(I1,SI)->SS"}
+var stageNames = []string{"total", "L->R", "R->I0", "R->S", "S->I0", "I0->I1", "I0->GS", "GS->GE", "GE->SS", "SS->C", "R->SR", "SR->SI", "max(I1,SI)->SS"}
 
 // pathStages are the stages that make up total, one after the other (the
 // GPU may start the kernel before cuLaunchKernel returns, so I0->GS
@@ -162,6 +163,10 @@ func stageGroups(tr []traceRow, launches, syncs []stampRow, phase, settle time.D
 			"GE->SS": (float64(SS-r.gpuEnd) + o) / 1e3, "SS->C": us(r.synced - SS),
 			"R->SR": us(SR - R), "SR->SI": us(SI - SR), "max(I1,SI)->SS": us(SS - max(I1, SI)),
 		})
+		if len(x) > 5 && x[5] != 0 { // the submit column (latency.log.csv's last)
+			st := groups[g][len(groups[g])-1]
+			st["R->S"], st["S->I0"] = us(x[5]-R), us(I0-x[5])
+		}
 	}
 	return groups, order
 }
@@ -223,9 +228,11 @@ func gpuOffset(tr []traceRow, launches []stampRow) func(int64) float64 {
 }
 
 func column(rows []map[string]float64, stage string) []float64 {
-	xs := make([]float64, len(rows))
-	for i, r := range rows {
-		xs[i] = r[stage]
+	xs := make([]float64, 0, len(rows))
+	for _, r := range rows {
+		if v, ok := r[stage]; ok { // rows of an older log lack some
+			xs = append(xs, v)
+		}
 	}
 	slices.Sort(xs)
 	return xs

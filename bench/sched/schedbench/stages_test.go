@@ -14,6 +14,7 @@ import (
 type request struct {
 	at                           time.Duration // launch time from the first request
 	recv, issue0, issue1, gs, ge float64       // daemon receipt, cuLaunchKernel called/returned, GPU start/end
+	submit                       float64       // handed to the scheduler (0: a log without the column)
 	syncRecv, syncIssued, synced float64       // the synchronize's stamps
 	back                         float64       // the client's synchronize returned
 	extraLaunch                  bool          // a second launch command inside its window: left out
@@ -31,7 +32,11 @@ func writeRun(t *testing.T, reqs []request) string {
 	tr.WriteString("launch_ns,synced_ns,gpu_start_ns,gpu_end_ns\n")
 	for _, r := range reqs {
 		fmt.Fprintf(&tr, "%d,%d,%d,%d\n", ns(r.at, 0), ns(r.at, r.back), ns(r.at, r.gs)+gpuSkew, ns(r.at, r.ge)+gpuSkew)
-		fmt.Fprintf(&lat, "\"7 (tenant hp, hp)\",%d,%d,%d,%d,%d,false\n", ns(r.at, r.recv), ns(r.at, r.issue0), ns(r.at, r.issue1), ns(r.at, r.ge+5), ns(r.at, r.ge+6))
+		fmt.Fprintf(&lat, "\"7 (tenant hp, hp)\",%d,%d,%d,%d,%d,false", ns(r.at, r.recv), ns(r.at, r.issue0), ns(r.at, r.issue1), ns(r.at, r.ge+5), ns(r.at, r.ge+6))
+		if r.submit > 0 {
+			fmt.Fprintf(&lat, ",%d", ns(r.at, r.submit))
+		}
+		lat.WriteString("\n")
 		if r.extraLaunch {
 			fmt.Fprintf(&lat, "\"7 (tenant hp, hp)\",%d,%d,%d,%d,%d,true\n", ns(r.at, r.recv+1), ns(r.at, r.issue0+1), ns(r.at, r.issue1+1), ns(r.at, r.ge+5), ns(r.at, r.ge+6))
 		}
@@ -51,11 +56,12 @@ func writeRun(t *testing.T, reqs []request) string {
 // call is the floor; requests are grouped by phase, and one whose window
 // holds two launch commands is left out.
 func TestStageGroups(t *testing.T) {
-	plain := request{recv: 5, issue0: 12, issue1: 18, gs: 15, ge: 35, syncRecv: 20, syncIssued: 20.5, synced: 37, back: 41}
+	plain := request{recv: 5, submit: 9, issue0: 12, issue1: 18, gs: 15, ge: 35, syncRecv: 20, syncIssued: 20.5, synced: 37, back: 41}
 	slowHop := plain
 	slowHop.back = 141 // the reply reached the client 100 µs later
 	late := plain
 	late.gs, late.ge, late.synced, late.back = 25, 45, 47, 51 // the kernel started 10 µs later
+	late.submit = 0                                           // and its row has no submit time
 	var reqs []request
 	for i := range 8 {
 		r := plain
@@ -98,7 +104,7 @@ func TestStageGroups(t *testing.T) {
 		stage string
 		want  float64
 	}{
-		{0, "total", 41}, {0, "L->R", 5}, {0, "R->I0", 7}, {0, "I0->I1", 6},
+		{0, "total", 41}, {0, "L->R", 5}, {0, "R->I0", 7}, {0, "R->S", 4}, {0, "S->I0", 3}, {0, "I0->I1", 6},
 		{0, "I0->GS", 0}, // the floor: every kernel but one started 3 µs after its call
 		{0, "GS->GE", 20}, {0, "GE->SS", 5}, {0, "SS->C", 4}, {0, "R->SR", 15}, {0, "SR->SI", 0.5},
 		{0, "max(I1,SI)->SS", 16.5},
@@ -108,6 +114,12 @@ func TestStageGroups(t *testing.T) {
 		if have := all[tt.row][tt.stage]; !near(have, tt.want) {
 			t.Errorf("request %d, %s = %.2f µs, want %.2f", tt.row, tt.stage, have, tt.want)
 		}
+	}
+	if v, ok := all[5]["R->S"]; ok {
+		t.Errorf("request 5, logged without a submit time: R->S = %.2f µs, want none", v)
+	}
+	if xs := column(all, "S->I0"); len(xs) != 6 {
+		t.Errorf("S->I0 column of %d values, want 6 (request 5 has none)", len(xs))
 	}
 
 	// 250 ms phases, the first 50 ms of an alone phase settling: requests

@@ -3,6 +3,7 @@ package cuda
 import (
 	"encoding/binary"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,6 +118,53 @@ func BenchmarkLaunchFence(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkLaunchWith: the host's cost of what the scheduler and the driver
+// enqueue around a high-class launch, launch by launch, with a synchronize
+// every 256: "event" a timed completion event (cuEventRecord), "untimed" one
+// without timing, "fence" a fence word (cuStreamWriteValue32). Less
+// BenchmarkLaunchAsync's figure, what each costs the path.
+func BenchmarkLaunchWith(b *testing.B) {
+	for _, bt := range benchTargets(b, true) {
+		for _, pat := range []string{"launch", "launch+event", "launch+untimed", "launch+fence", "event+launch+event", "launch+fence+event"} {
+			b.Run(bt.name+"/"+pat, func(b *testing.B) {
+				d := bt.open(b)
+				f, s := bt.empty(b, d), benchStream(b, d)
+				timed, err := d.NewEvent(0)
+				must(b, err)
+				defer timed.Destroy()
+				untimed, err := d.NewEvent(backend.EventDisableTiming)
+				must(b, err)
+				defer untimed.Destroy()
+				fr := s.(backend.Fencer)
+				steps := strings.Split(pat, "+")
+				i := 0
+				for b.Loop() {
+					for _, step := range steps {
+						var err error
+						switch step {
+						case "launch":
+							err = s.Launch(f, one, nil)
+						case "event":
+							err = s.Record(timed)
+						case "untimed":
+							err = s.Record(untimed)
+						case "fence":
+							_, err = fr.Fence()
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+					if i++; i%256 == 0 {
+						must(b, s.Synchronize())
+					}
+				}
+				must(b, s.Synchronize())
+			})
+		}
 	}
 }
 
