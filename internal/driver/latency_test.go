@@ -59,8 +59,8 @@ func TestLaunchLatencyStages(t *testing.T) {
 	}
 	for _, row := range rows {
 		f := strings.Split(row, ",")
-		if len(f) != 7 || f[0] != `"test"` || f[6] != "false" {
-			t.Fatalf("row %q: want the session, 5 times and false (not expressed: one tenant)", row)
+		if len(f) != 8 || f[0] != `"test"` || f[6] != "false" {
+			t.Fatalf("row %q: want the session, 5 times, false (not expressed: one tenant) and the submit time", row)
 		}
 		var prev int64
 		for _, x := range f[1:6] {
@@ -69,6 +69,12 @@ func TestLaunchLatencyStages(t *testing.T) {
 				t.Errorf("row %q: times not increasing", row)
 			}
 			prev = v
+		}
+		// Handed to the scheduler between its receipt and its issue.
+		recv, _ := strconv.ParseInt(f[1], 10, 64)
+		issue0, _ := strconv.ParseInt(f[2], 10, 64)
+		if submit, err := strconv.ParseInt(f[7], 10, 64); err != nil || submit < recv || submit > issue0 {
+			t.Errorf("row %q: submit time not between receipt and issue", row)
 		}
 	}
 	// And the synchronize's: received, its commands issued, synced, and how

@@ -11,6 +11,7 @@ import (
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/backend"
 	"github.com/gpuos/gpuos/internal/backend/sim"
+	"github.com/gpuos/gpuos/internal/sched"
 )
 
 // The wall-clock device: the sim with launches, events and synchronization
@@ -253,5 +254,45 @@ func BenchmarkWallLaunch(b *testing.B) {
 			n := be.st.launches.Load() - launches
 			b.ReportMetric(float64(be.st.records.Load()-records)/float64(max(n, 1)), "events/launch")
 		})
+	}
+}
+
+// TestHighClassChargeSkipsIdle: a high-class service's launches, each
+// synchronized, with the device idle a millisecond between them: most get
+// no start event (the scheduler's highStartEvery), yet the GPU time charged
+// to the service stays near its kernels' own, not the idle time between
+// them that its accounting chain's latest end would count.
+func TestHighClassChargeSkipsIdle(t *testing.T) {
+	be := newWallBackend()
+	td := newDriverOn(t, be, Options{Sched: sched.Options{Policy: "priority"}})
+	if err := td.d.sched.SetShare("hp", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
+		t.Fatal(err)
+	}
+	ts := td.session("hp", 0)
+	k := ts.emptyKernel()
+	launch := &v1.Launch{Kernel: k.Handle, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}
+	const n = 48
+	records := be.st.records.Load()
+	for range n {
+		ts.must(launch, nil)
+		ts.must(&v1.Synchronize{}, nil)
+		time.Sleep(time.Millisecond)
+	}
+	if got := be.st.records.Load() - records; got >= 2*n {
+		t.Errorf("%d events recorded for %d launches on an idle device, want fewer than %d (start events sampled)", got, n, 2*n)
+	}
+	var st sched.QueueStats
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if st = ts.s.queue.Stats(); st.Completed >= n || time.Now().After(deadline) {
+			break
+		}
+	}
+	if st.Completed < n {
+		t.Fatalf("%d of %d launches accounted", st.Completed, n)
+	}
+	// Each kernel takes wallKernelTime (and its launch wallLaunchCost) of
+	// the device; n milliseconds of idle device went by between them.
+	if limit := time.Duration(n) * 100 * time.Microsecond; st.GPUTime > limit {
+		t.Errorf("%v of GPU time charged for %d launches %v apart, want at most %v", st.GPUTime, n, time.Millisecond, limit)
 	}
 }

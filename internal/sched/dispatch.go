@@ -417,7 +417,11 @@ func (s *Scheduler) issueLocked(a *action) {
 		// A chain with nothing in flight may have idled, and a turn begins
 		// once the previous one ended: mark the start, so that the time
 		// before is not charged to this command.
-		needStart = p.timed && (idle || gate.start) && !(s.opts.NoHighClassStart && t.class() == ClassHigh)
+		needStart = p.timed && (idle || gate.start)
+		if needStart && !gate.start && t.class() == ClassHigh {
+			needStart = s.sampleHighStart(te)
+			p.unstarted = !needStart
+		}
 	}
 	p.add(c, cost, units)
 	track := c.Flags&Sync != 0 || q.waiting > 0 || p.n >= s.opts.TrackEvery || a.hi != 0 || t.class() == ClassHigh ||

@@ -366,25 +366,31 @@ func TestIssuedStreams(t *testing.T) {
 	}
 }
 
-// TestHighClassStart: a high-class command on an idle accounting chain gets
-// a start event and an end event; with Options.NoHighClassStart only the end.
+// TestHighClassStart: of a high-class tenant's commands, each waited for
+// (so each finds its accounting chain idle), one in 16 gets a start event
+// besides its end event; with Options.NoHighClassStart none does.
 func TestHighClassStart(t *testing.T) {
+	const n = 48
 	for _, tc := range []struct {
-		off        bool
-		wantEvents int64
-	}{{false, 2}, {true, 1}} {
-		dev := &fakeDevice{}
-		s := newServiceSched(t, sched.Options{Device: dev, NoHighClassStart: tc.off}, "priority")
+		off         bool
+		wantRecords int
+	}{{false, n + n/16}, {true, n}} {
+		s := newServiceSched(t, sched.Options{Device: &fakeDevice{}, NoHighClassStart: tc.off}, "priority")
 		svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 1, Depth: 8})
 		st := newFakeStream(true)
-		if err := svc.Submit(tctx(t), &sched.Command{Kind: sched.Compute, Stream: st, Issue: st.op}); err != nil {
-			t.Fatal(err)
+		for range n {
+			if err := svc.Submit(tctx(t), &sched.Command{Kind: sched.Compute, Stream: st, Issue: st.op}); err != nil {
+				t.Fatal(err)
+			}
+			if err := svc.Wait(tctx(t)); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if err := svc.Wait(tctx(t)); err != nil {
-			t.Fatal(err)
-		}
-		if got := dev.events.Load(); got != tc.wantEvents {
-			t.Errorf("NoHighClassStart %v: %d events made for one command, want %d", tc.off, got, tc.wantEvents)
+		st.mu.Lock()
+		got := st.records
+		st.mu.Unlock()
+		if got != tc.wantRecords {
+			t.Errorf("NoHighClassStart %v: %d events recorded for %d commands, want %d", tc.off, got, n, tc.wantRecords)
 		}
 	}
 }

@@ -215,6 +215,7 @@ type fakeStream struct {
 	done     int
 	auto     bool
 	failNext error
+	records  int // events recorded on it
 }
 
 func newFakeStream(auto bool) *fakeStream {
@@ -288,6 +289,7 @@ func (f *fakeStream) Record(e backend.Event) error {
 	ev.mu.Lock()
 	ev.st, ev.at = f, f.enqueued
 	ev.mu.Unlock()
+	f.records++
 	f.mu.Unlock()
 	return nil
 }

@@ -125,10 +125,10 @@ type Options struct {
 	// LowClassPoll from the start, instead of first sleeping through most
 	// of a compute point's expected time (lowPollFirst). For measuring.
 	NoLowClassPace bool
-	// NoHighClassStart records no start event before a high-class command
-	// whose accounting chain idled (its charge is then from the chain's
-	// latest end, idle time included): the event's record is a driver call
-	// on the service's path before its launch. For measuring.
+	// NoHighClassStart records no start event before any high-class
+	// command whose accounting chain idled, instead of one in
+	// highStartEvery (each is charged at most its tenant's estimate, as
+	// the others are). For measuring.
 	NoHighClassStart bool
 	// OnEject, if set, is told (on its own goroutine) when a policy is
 	// replaced for misbehaving.
@@ -313,6 +313,7 @@ type tenantEngine struct {
 	inflight     int
 	usage        int64
 	avg          int64   // per-command charge estimate
+	startSkips   uint32  // high class: idle-chain points since the last with a start event
 	recent       float64 // decayed recent usage
 	dispatched   uint64
 	delay        int64 // total queue delay, ns
