@@ -418,7 +418,7 @@ func (s *Scheduler) issueLocked(a *action) {
 		// once the previous one ended: mark the start, so that the time
 		// before is not charged to this command.
 		needStart = p.timed && (idle || gate.start)
-		if needStart && !gate.start && t.class() == ClassHigh {
+		if p.timed && a.group == 0 && t.class() == ClassHigh {
 			needStart = s.sampleHighStart(te)
 			p.unstarted = !needStart
 		}

@@ -101,9 +101,11 @@
 // (recorded when the chain was idle and when a turn began) to its end. Within
 // a group, turns make this exact: charges add up to the time each tenant
 // held the device. In group 0 it is exact while its work does not overlap
-// (one tenant, or a high-class service whose kernels each start on an idle
-// chain), and otherwise splits the busy time among the tenants in issue
-// order. Copies are charged in bytes. Charges accrue to the tenant and
+// (one tenant), and otherwise splits the busy time among the tenants in issue
+// order. A high-class command gets a start event one time in 16 (its record
+// is a driver call on the service's path before its launch); the others are
+// charged at most the tenant's per-command average that those measure
+// (highStartEvery). Copies are charged in bytes. Charges accrue to the tenant and
 // session and are passed to the policy (OnComplete), which keeps its credits
 // in Maps.
 //

@@ -126,9 +126,8 @@ type Options struct {
 	// of a compute point's expected time (lowPollFirst). For measuring.
 	NoLowClassPace bool
 	// NoHighClassStart records no start event before any high-class
-	// command whose accounting chain idled, instead of one in
-	// highStartEvery (each is charged at most its tenant's estimate, as
-	// the others are). For measuring.
+	// command, instead of one in highStartEvery (each is charged at most
+	// its tenant's estimate, as the others are). For measuring.
 	NoHighClassStart bool
 	// OnEject, if set, is told (on its own goroutine) when a policy is
 	// replaced for misbehaving.
@@ -313,7 +312,7 @@ type tenantEngine struct {
 	inflight     int
 	usage        int64
 	avg          int64   // per-command charge estimate
-	startSkips   uint32  // high class: idle-chain points since the last with a start event
+	startSkips   uint32  // high class: points since the last with a start event
 	recent       float64 // decayed recent usage
 	dispatched   uint64
 	delay        int64 // total queue delay, ns

@@ -32,8 +32,8 @@ type point struct {
 	done   bool
 	err    error
 	next   *point // accounting order (timed points)
-	// unstarted: a high-class point on an idle chain left without a start
-	// event (highStartEvery); its charge is at most its tenant's estimate.
+	// unstarted: a high-class point left without a start event
+	// (highStartEvery); its charge is at most its tenant's estimate.
 	unstarted bool
 }
 
@@ -357,8 +357,8 @@ func (s *Scheduler) measure(p *point, latest backend.Event) (charge int64, later
 		}
 	}
 	if p.unstarted {
-		// From the chain's latest end, the time it idled would count:
-		// at most what the tenant's commands measured lately.
+		// From the chain's latest end, the time the service's stream idled
+		// would count: at most what its commands measured lately.
 		est := p.cost
 		if avg := p.t.eng[p.e].avg; avg > 0 {
 			est = avg * int64(p.n)
@@ -391,7 +391,7 @@ func (s *Scheduler) chargeLocked(p *point, charge int64) {
 	} else {
 		q.st.CopyBytes += uint64(charge)
 	}
-	if e == EngineCompute && p.n > 0 && p.err == nil {
+	if e == EngineCompute && p.n > 0 && p.err == nil && !p.unstarted {
 		per := charge / int64(p.n)
 		te.avg += (per - te.avg) / 4
 		if p.n == 1 && p.units > 0 {
@@ -419,19 +419,22 @@ func (s *Scheduler) chargeLocked(p *point, charge int64) {
 	s.hookLocked(func(pol Policy) error { return pol.OnComplete(&s.host, ev) })
 }
 
-// highStartEvery: one in this many high-class points on an idle chain gets
-// a start event. The start event is a timed cuEventRecord on the
-// service's path before its launch (1.1-1.8 µs of the host's time on the
-// H100, an untimed one 0.3-0.5, BenchmarkLaunchWith; without it the
-// service's receipt-to-launch p50 fell from 2.5-2.8 to 1.0-1.2 µs and p99
-// by 6-8 µs, bench/RESULTS.md session 14). The points without one are
-// charged at most the tenant's per-command estimate, which the points
-// with one, and those on a busy chain, keep measured.
+// highStartEvery: one in this many high-class points gets a start event.
+// The start event is a timed cuEventRecord on the service's path before its
+// launch (1.1-1.8 µs of the host's time on the H100, an untimed one
+// 0.3-0.5, BenchmarkLaunchWith; without it the service's receipt-to-launch
+// p50 fell from 2.5-2.8 to 1.0-1.2 µs and p99 by 6-8 µs, bench/RESULTS.md
+// session 14). The others are charged at most the tenant's per-command
+// estimate, which only the points with one update. Whether a point's chain
+// idled cannot decide it: a service's previous point is often still
+// unaccounted when its next launch comes (its completion is reaped later),
+// and measured from that point's end the service was charged the whole
+// millisecond between its requests (session 14, run 4: 47% of the GPU for
+// kernels of 20 µs every millisecond).
 const highStartEvery = 16
 
-// sampleHighStart reports whether a high-class point on an idle chain
-// gets a start event (one in highStartEvery, none with
-// Options.NoHighClassStart).
+// sampleHighStart reports whether a high-class point gets a start event
+// (one in highStartEvery, none with Options.NoHighClassStart).
 func (s *Scheduler) sampleHighStart(te *tenantEngine) bool {
 	if s.opts.NoHighClassStart {
 		return false
