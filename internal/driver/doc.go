@@ -43,8 +43,14 @@
 // has answered a request that submitted work, with nothing else waiting on
 // its ring and that work all issued, it enqueues the fences then and there
 // (prefence), and a synchronize that comes later polls those if nothing
-// overtook them on their streams (backend.LatestFencer). All three are
-// decided when the stream or ring is made.
+// overtook them on their streams (backend.LatestFencer). A launch with a
+// synchronize waiting behind it on the ring (wire.Request.Next), or nothing,
+// gets its fence in its own issue, right behind the kernel and ahead of the
+// scheduler's completion event, which the scheduler records as a marker
+// (backend.MarkerRecorder) that does not overtake it: the GPU then writes
+// the fence as soon as the kernel ends rather than after the event's
+// timestamp (fenceLaunch). All of these are decided when the stream or ring
+// is made.
 //
 // Environment, for measuring on a GPU (all optional; the defaults are what
 // the benchmarks on the lent H100 chose): $GPUOS_LAUNCH_JOIN (1 to 8) fixes
@@ -73,7 +79,10 @@
 // instead of polling fences, and $GPUOS_SYNC_FENCE_SPIN sets how long
 // they poll before yielding the CPU between polls, and $GPUOS_SYNC_OWN=0
 // leaves their completion events to the scheduler's waiters, and
-// $GPUOS_SYNC_PREFENCE=0 leaves their fences to their synchronizing calls;
+// $GPUOS_SYNC_PREFENCE=0 leaves their fences to their synchronizing calls,
+// and $GPUOS_SYNC_LAUNCHFENCE=0 leaves a launch's to after its answer;
+// $GPUOS_SCHED_HIGHSTART=0 records no start event before any high-class
+// command, instead of one in 16 (sched.Options.NoHighClassStart);
 // $GPUOS_SYNC_FENCE_PACED=1 (an experiment: it left the wake-ups as they
 // were, and the service's tail within the noise, bench/RESULTS.md session
 // 12) makes every other session wait by fences too, looking less and less

@@ -408,21 +408,20 @@ func TestLaunchFence(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		on        bool
-		prefence  bool // the script's requests are not the session's ring's: prefence sees none pending
 		launches  int
 		sync      bool
 		wantAfter string
 		wantF     int
 	}{
-		{"a launch, then a synchronize", true, false, 1, true, "F", 1},
-		{"three launches, then a synchronize", true, false, 3, true, "MMF", 1},
-		{"a launch, nothing behind it", true, false, 1, false, "F", 1},
-		{"a launch, nothing behind it, with prefence", true, true, 1, false, "F", 1},
-		{"with the launch fence off", false, false, 1, true, "M", 1},
-		{"with the launch fence off, with prefence", false, true, 1, false, "M", 1},
+		{"a launch, then a synchronize", true, 1, true, "F", 1},
+		{"three launches, then a synchronize", true, 3, true, "MMF", 1},
+		{"a launch, nothing behind it", true, 1, false, "F", 1},
+		{"with the launch fence off", false, 1, true, "M", 1},
 	} {
 		launchFenceOn.Store(c.on)
-		prefenceOn.Store(c.prefence)
+		// Prefence off: the scripts' requests are not on the session's ring,
+		// which prefence looks at (TestLaunchFenceWithPrefence has rings).
+		prefenceOn.Store(false)
 		f.reset()
 		for i := range c.launches {
 			f.launch(uint32(i), 1)
@@ -444,6 +443,39 @@ func TestLaunchFence(t *testing.T) {
 		log := l.take()
 		if after, fences := afterLaunches(log); after != c.wantAfter || fences != c.wantF {
 			t.Errorf("%s: %q enqueued: behind the launches %q, %d fences; want %q, %d", c.name, log, after, fences, c.wantAfter, c.wantF)
+		}
+	}
+}
+
+// TestLaunchFenceWithPrefence: on rings, a launch answered with nothing
+// behind it is fenced in its issue, and prefence, after the answer, finds
+// that fence and enqueues none; with the launch fence off, prefence's fence
+// comes behind the scheduler's marker. Either way the synchronize polls it.
+func TestLaunchFenceWithPrefence(t *testing.T) {
+	l := &opLog{Backend: sim.New(sim.Options{Memory: 256 << 20})}
+	td := newDriverOn(t, l, Options{Sched: sched.Options{Policy: "priority"}})
+	if err := td.d.sched.SetShare("hp", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer prefenceOn.Store(prefenceOn.Swap(true))
+	defer launchFenceOn.Store(launchFenceOn.Load())
+	ts := td.session("hp", 0)
+	ts.useRings()
+	k := ts.emptyKernel()
+	launch := &v1.Launch{Kernel: k.Handle, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}
+	for _, c := range []struct {
+		on   bool
+		want string // what follows the launch on the stream
+	}{{true, "FM"}, {false, "MF"}} {
+		launchFenceOn.Store(c.on)
+		ts.must(&v1.Synchronize{}, nil)
+		l.take()
+		ts.must(launch, nil) // answered: nothing is behind it
+		ts.must(&v1.Synchronize{}, nil)
+		log := l.take()
+		i := strings.LastIndex(log, "L")
+		if i < 0 || !strings.HasPrefix(log[i+1:], c.want) || strings.Count(log, "F") != 1 {
+			t.Errorf("launch fence %v: %q enqueued; want one fence, and %q right behind the launch", c.on, log, c.want)
 		}
 	}
 }
