@@ -44,7 +44,7 @@
 // its ring and that work all issued, it enqueues the fences then and there
 // (prefence), and a synchronize that comes later polls those if nothing
 // overtook them on their streams (backend.LatestFencer). A launch with a
-// synchronize waiting behind it on the ring (wire.Request.Next), or nothing,
+// synchronize waiting behind it on the ring (wire.Request.NextType), or nothing,
 // gets its fence in its own issue, right behind the kernel and ahead of the
 // scheduler's completion event, which the scheduler records as a marker
 // (backend.MarkerRecorder) that does not overtake it: the GPU then writes

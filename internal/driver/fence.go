@@ -106,7 +106,11 @@ func (s *Session) fenceLaunch(req *wire.Request) bool {
 	if s.fencePoll.Load() == 0 || !launchFenceOn.Load() {
 		return false
 	}
-	return !req.More || req.Next == v1.TypeSynchronize
+	if !req.More {
+		return true
+	}
+	next, ok := req.NextType()
+	return ok && next == v1.TypeSynchronize
 }
 
 // answered runs after each request of the session has been answered

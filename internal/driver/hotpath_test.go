@@ -138,7 +138,7 @@ func (sc *script) ReadFrame() (wire.Frame, error) {
 
 func (sc *script) Pending() bool { return sc.next < len(sc.frames) }
 
-// NextType names the next frame's type, as rings tell it (wire.Request.Next).
+// NextType names the next frame's type, as rings tell it (wire.Request.NextType).
 func (sc *script) NextType() (v1.Type, bool) {
 	if sc.next == len(sc.frames) {
 		return 0, false

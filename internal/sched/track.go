@@ -421,10 +421,10 @@ func (s *Scheduler) chargeLocked(p *point, charge int64) {
 
 // highStartEvery: one in this many high-class points gets a start event.
 // The start event is a timed cuEventRecord on the service's path before its
-// launch (1.1-1.8 µs of the host's time on the H100, an untimed one
-// 0.3-0.5, BenchmarkLaunchWith). Without it the scheduler's part of the
+// launch (1.4 µs of the host's time on the H100 at the median, an untimed
+// one 0.5, BenchmarkLaunchWith). Without it the scheduler's part of the
 // service's receipt-to-launch (S->I0) fell at p50 from 2.5-2.8 to 1.0-1.2
-// µs alone and from 4.0 to 1.9-2.1 µs loaded, and at p99 by 6-11 µs
+// µs alone and from 4.0 to 1.9-2.1 µs loaded, and at p99 by 6-12 µs
 // (bench/RESULTS.md, session 14, run 90). The others are charged at most
 // the tenant's per-command estimate, which only the points with one update.
 // Whether a point's chain idled cannot decide it: a service's previous

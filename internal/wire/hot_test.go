@@ -26,7 +26,7 @@ type hotSession struct {
 	launches   []uint64  // Launch.Kernel values, in the order handled
 	more       []bool    // each Launch's Request.More
 	next       []v1.Type // each Launch's HotConn.NextType (0: none)
-	reqNext    []v1.Type // each Launch's Request.Next
+	reqNext    []v1.Type // each Launch's Request.NextType (0: none)
 	block      chan struct{}
 	shm        *ring.Shm
 	servedErr  chan error
@@ -70,7 +70,11 @@ func (s *hotSession) handle(ctx context.Context, req *wire.Request) (v1.Message,
 			next = 0
 		}
 		s.next = append(s.next, next)
-		s.reqNext = append(s.reqNext, req.Next)
+		reqNext, ok := req.NextType()
+		if !ok {
+			reqNext = 0
+		}
+		s.reqNext = append(s.reqNext, reqNext)
 		s.mu.Unlock()
 		return nil, nil, nil
 	case *v1.MemInfo: // Free: launches handled, Total: the last one's kernel
@@ -505,7 +509,7 @@ func TestHotMore(t *testing.T) {
 	}
 }
 
-// TestHotNextType: as a request is served, NextType (and Request.Next) names
+// TestHotNextType: as a request is served, NextType (and Request.NextType) names
 // the request queued behind it on the ring, and nothing once none is; on the
 // socket they name nothing.
 func TestHotNextType(t *testing.T) {
@@ -543,7 +547,7 @@ func TestHotNextType(t *testing.T) {
 			t.Errorf("on rings %v: NextType as each launch was served: %v, want %v", onRings, s.next, want)
 		}
 		if fmt.Sprint(s.reqNext) != fmt.Sprint(want) {
-			t.Errorf("on rings %v: Request.Next of each launch: %v, want %v", onRings, s.reqNext, want)
+			t.Errorf("on rings %v: Request.NextType of each launch: %v, want %v", onRings, s.reqNext, want)
 		}
 		s.mu.Unlock()
 	}

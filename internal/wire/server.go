@@ -21,10 +21,19 @@ type Request struct {
 	// when it was read (a burst): a handler may leave work that a later
 	// request of the burst will push on. Only rings report it.
 	More bool
-	// Next is the type of the request behind this one, when More and the
-	// transport can tell (0: not known): a handler may prepare for it (a
-	// launch with a synchronize behind it fences its stream at once).
-	Next v1.Type
+	// next is the transport's NextType, when it has one.
+	next interface{ NextType() (v1.Type, bool) }
+}
+
+// NextType returns the type of the request waiting behind this one, if the
+// transport can tell (rings): a handler may prepare for it (a launch with a
+// synchronize behind it fences its stream at once). It looks when called,
+// on the serving goroutine, so only the handlers that ask pay for it.
+func (r *Request) NextType() (v1.Type, bool) {
+	if r.next == nil {
+		return 0, false
+	}
+	return r.next.NextType()
 }
 
 // Handler answers one request with its reply (nil for Empty) and descriptors to
@@ -174,11 +183,7 @@ func (st *serving) step(try hedgeable) (ok, done bool, err error) {
 	if st.pending != nil {
 		req.More = st.pending.Pending()
 	}
-	if req.More && st.next != nil {
-		if t, ok := st.next.NextType(); ok {
-			req.Next = t
-		}
-	}
+	req.next = st.next
 	reply, fds, err := s.serveOne(st.ctx, req, f.Payload, st.greeted, st.dc)
 	fatal := !st.greeted && err != nil
 	if err == nil && req.Header.Type == v1.TypeHello {

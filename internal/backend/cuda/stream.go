@@ -219,31 +219,31 @@ func (s *stream) Memset(dst backend.DevicePtr, value uint32, elemSize int, count
 }
 
 // Record records e on the stream (cuEventRecord); e must be of this device.
-func (s *stream) Record(e backend.Event) error {
-	ev, ok := e.(*event)
-	if !ok || ev.dev != s.dev {
-		return fmt.Errorf("record: event of another device or backend: %w", ErrInvalidHandle)
-	}
-	if err := s.enterEnqueue(); err != nil {
-		return err
-	}
-	defer s.exitEnqueue()
-	return s.record(ev)
-}
+func (s *stream) Record(e backend.Event) error { return s.recordEvent(e, true) }
 
 var _ backend.MarkerRecorder = (*stream)(nil)
 
 // RecordMarker is Record, not counted as work for LatestFence
 // (backend.MarkerRecorder).
-func (s *stream) RecordMarker(e backend.Event) error {
+func (s *stream) RecordMarker(e backend.Event) error { return s.recordEvent(e, false) }
+
+// recordEvent records e, counted in enqueues if it is work.
+func (s *stream) recordEvent(e backend.Event, work bool) error {
 	ev, ok := e.(*event)
 	if !ok || ev.dev != s.dev {
 		return fmt.Errorf("record: event of another device or backend: %w", ErrInvalidHandle)
 	}
-	if err := s.enter(); err != nil {
-		return err
+	if work {
+		if err := s.enterEnqueue(); err != nil {
+			return err
+		}
+		defer s.exitEnqueue()
+	} else {
+		if err := s.enter(); err != nil {
+			return err
+		}
+		defer s.live.exit()
 	}
-	defer s.live.exit()
 	return s.record(ev)
 }
 
