@@ -10,7 +10,8 @@
 #
 #   A="X=1" B="GPUOS_SYNC_FENCE=0" bench/sched/ab.sh      (on the GPU machine)
 #
-# A and B are environment assignments for the daemon (X=1: none). Built as
+# A and B are environment assignments for the daemon (X=1: none); A_CLIENTS
+# and B_CLIENTS, for every client process of that arm (default X=1). Built as
 # for run.sh (bench/sched/build.sh, into .carry/bench-sched/). Environment:
 #   OUT=DIR     results, a directory per run (default /tmp/gpuos-sched-ab)
 #   ROUNDS=N    default 3;  DUR=S default 6;  PHASE=MS default 500;
@@ -22,6 +23,8 @@ OUT=${OUT:-/tmp/gpuos-sched-ab}
 BIN=${BIN:-$PWD/.carry/bench-sched}
 A=${A:-X=1}
 B=${B:-X=1}
+A_CLIENTS=${A_CLIENTS:-X=1}
+B_CLIENTS=${B_CLIENTS:-X=1}
 ROUNDS=${ROUNDS:-3}
 DUR=${DUR:-6}
 WARM=2
@@ -36,10 +39,12 @@ mkdir -p "$OUT"
 sed "s/^reserve_sms:.*/reserve_sms: $RESERVE/" bench/sched/sched.yaml > "$OUT/sched.yaml"
 export GPUOS_SOCKET=$OUT/gpuos.sock
 start_in() { START=$(date -d "+$1 seconds" +%s.%N); }
-sb() { local tok=$1; shift; GPUOS_TOKEN=$tok timeout $((4 * DUR + 60)) "$BIN/schedbench" "$@" --ptx "$PTX" --duration "$((2 * DUR))s" --start-at "$START"; }
+# shellcheck disable=SC2086 # CLIENT_ENV is a list of assignments
+sb() { local tok=$1; shift; env $CLIENT_ENV GPUOS_TOKEN="$tok" timeout $((4 * DUR + 60)) "$BIN/schedbench" "$@" --ptx "$PTX" --duration "$((2 * DUR))s" --start-at "$START"; }
 
-one() { # NAME ENV
+one() { # NAME ENV CLIENT_ENV
 	local name=$1 env=$2 o=$OUT/$1
+	CLIENT_ENV=$3
 	rm -rf "$o"; mkdir -p "$o"
 	# shellcheck disable=SC2086 # ENV is a list of assignments
 	env GPUOS_LATENCY_LOG="$o/latency.log" GPUOS_STALL_TRACE= $env "$BIN/gpuos" serve --backend cuda \
@@ -65,9 +70,9 @@ PY
 	"$BIN/schedbench" stages --phase "${PHASE}ms" --settle "${SETTLE}ms" "$o" | sed 's/^/    /'
 }
 
-echo "A: $A"
-echo "B: $B"
+echo "A: $A (clients: $A_CLIENTS)"
+echo "B: $B (clients: $B_CLIENTS)"
 for r in $(seq 1 "$ROUNDS"); do
-	one "A-$r" "$A"
-	one "B-$r" "$B"
+	one "A-$r" "$A" "$A_CLIENTS"
+	one "B-$r" "$B" "$B_CLIENTS"
 done

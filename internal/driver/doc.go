@@ -74,7 +74,7 @@
 // duration, or off: sched.Options.LowClassPoll), and $GPUOS_SCHED_LOWPACE=0
 // makes them query that often from a kernel's start
 // (sched.Options.NoLowClassPace);
-// $GPUOS_HEDGE=1 turns on hedged serving of high-class sessions;
+// $GPUOS_HEDGE=0 turns off hedged serving of high-class sessions;
 // $GPUOS_SYNC_FENCE=0 makes their synchronizing calls block in the driver
 // instead of polling fences, and $GPUOS_SYNC_FENCE_SPIN sets how long
 // they poll before yielding the CPU between polls, and $GPUOS_SYNC_OWN=0

@@ -103,7 +103,9 @@ func TestMessagesRoundTrip(t *testing.T) {
 
 // Every spin setting, including none (every wait sleeps on the futex), must
 // deliver everything.
-func TestWaitModes(t *testing.T) {
+func TestWaitModes(t *testing.T) { checkWaitModes(t) }
+
+func checkWaitModes(t *testing.T) {
 	for _, spin := range []Options{{Spin: -1}, {Spin: 1}, {Spin: 1 << 20}} {
 		p, c := pair(t, MinSize, spin)
 		done := make(chan error, 1)
