@@ -140,11 +140,12 @@ const HedgeEnv = "GPUOS_HEDGE"
 // machines are virtual, and the hypervisor takes each CPU away now and then
 // for up to milliseconds (bench/RESULTS.md, runs 31-39: 0.04-5% of the
 // time); a request that arrives meanwhile waits unless another thread
-// stands in. On noisy hosts the service's slowest requests under load were
-// mostly those left unread (session 15: the receipt's p99 95-1369 µs
-// unhedged, 24-427 hedged, lower in all 7 rounds), and hedging lowered its
-// P99 ratio in 6 of 7 rounds; on quiet hosts it changed neither P50 nor
-// P99. It costs a polling CPU while the session is active.
+// stands in. Where a host's slow requests were mostly those left unread
+// (bench/RESULTS.md, session 15, runs 96 and 99: the receipt's p99 under
+// load 95-1369 µs unhedged, 24-427 hedged), hedging lowered the service's
+// P99 ratio in 6 of 7 rounds; on hosts where other stages were slow (runs 97
+// and 102) it did in 2 of 7, within those runs' noise, and did not move the
+// P50. It costs a polling CPU while the session is active.
 func (d *Driver) hedge(t *tenantState) time.Duration {
 	if os.Getenv(HedgeEnv) == "0" {
 		return 0
