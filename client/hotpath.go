@@ -133,6 +133,11 @@ type hotSession struct {
 	stager     *stager
 	stagingErr error         // why copies stay inline (no staging), once tried
 	hosts      []*HostBuffer // shared host memory, found by address
+
+	// completion is the page a high-class session waits for its work on
+	// (completion.go); set once, when the rings open.
+	completion    *completion
+	completionErr error // why not
 }
 
 // startHotPath moves a new session onto rings unless told not to. Only a bad
@@ -160,6 +165,9 @@ func (s *Session) startHotPath(ctx context.Context, o Options) error {
 	}
 	s.hot.ringErr = s.openRings(ctx, h)
 	s.hot.rings = s.hot.ringErr == nil
+	if s.hot.rings {
+		s.hot.completion, s.hot.completionErr = s.openCompletion(ctx)
+	}
 	return nil
 }
 

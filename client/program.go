@@ -218,7 +218,7 @@ func (st *Stream) Close() error { return st.s.release(st.handle) }
 // Synchronize waits for the stream's work (and everything the session submitted
 // before this call).
 func (st *Stream) Synchronize(ctx context.Context) error {
-	if err := st.s.call(ctx, &v1.Synchronize{Stream: st.handle}, nil); err != nil {
+	if err := st.s.synchronize(ctx, st.handle); err != nil {
 		return fmt.Errorf("synchronize stream: %w", err)
 	}
 	return nil

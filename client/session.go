@@ -65,7 +65,7 @@ func (s *Session) call(ctx context.Context, req, reply v1.Message) error {
 // Synchronize waits for all work the session submitted and returns the first
 // error of its asynchronous calls.
 func (s *Session) Synchronize(ctx context.Context) error {
-	if err := s.call(ctx, &v1.Synchronize{}, nil); err != nil {
+	if err := s.synchronize(ctx, 0); err != nil {
 		return fmt.Errorf("synchronize: %w", err)
 	}
 	return nil

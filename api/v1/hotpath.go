@@ -228,3 +228,106 @@ func (m *HostCopy) Decode(d *Decoder) error {
 	}
 	return d.Err()
 }
+
+// ---- Driver: completion on the client's side -----------------------------------
+//
+// A latency-critical (high-class) session may wait for its work without the
+// driver on the path. OpenCompletion gives it a completion page: shared
+// memory the driver maps for the device and seals so that the client can
+// map it only read-only. The device writes the session's streams' fences
+// into its words, and the guard's fault records for the session's guarded
+// programs into its fault area. SynchronizeFences is Synchronize, except
+// that the driver answers once the session's work is issued with where its
+// fences will be written (FenceTargets) instead of waiting for them; the
+// client waits until each word holds its number or a later one, then, if
+// anything was written into the fault area, or the words were not reached
+// in the time it waits, sends Synchronize, which waits in the driver and
+// reports what failed. An empty FenceTargets means the driver waited
+// itself: the session's work is done, as after Synchronize.
+
+// OpenCompletion asks for the session's completion page. A session the
+// driver does not poll fences for (not of the high class), or a device
+// that cannot write host memory shared this way, gets Unsupported.
+type OpenCompletion struct{}
+
+func (*OpenCompletion) Type() Type              { return TypeOpenCompletion }
+func (*OpenCompletion) Encode(*Encoder)         {}
+func (*OpenCompletion) Decode(d *Decoder) error { return d.Err() }
+
+// CompletionOpened answers OpenCompletion with the page's geometry. Its frame
+// carries one file descriptor: a memfd of Bytes bytes, sealed against
+// writes, to map read-only. Words fence words lie WordStride bytes apart
+// from offset 0; the fault area is FaultsBytes at FaultsOffset.
+type CompletionOpened struct {
+	Bytes        uint32
+	Words        uint32
+	WordStride   uint32
+	FaultsOffset uint32
+	FaultsBytes  uint32
+	// SpinNs is how long the driver advises the client to poll its words
+	// before it asks the driver to wait instead.
+	SpinNs uint64
+}
+
+func (*CompletionOpened) Type() Type { return TypeCompletionOpened }
+func (m *CompletionOpened) Encode(e *Encoder) {
+	e.PutUint32(m.Bytes)
+	e.PutUint32(m.Words)
+	e.PutUint32(m.WordStride)
+	e.PutUint32(m.FaultsOffset)
+	e.PutUint32(m.FaultsBytes)
+	e.PutUint64(m.SpinNs)
+}
+func (m *CompletionOpened) Decode(d *Decoder) error {
+	m.Bytes = d.Uint32()
+	m.Words = d.Uint32()
+	m.WordStride = d.Uint32()
+	m.FaultsOffset = d.Uint32()
+	m.FaultsBytes = d.Uint32()
+	m.SpinNs = d.Uint64()
+	return d.Err()
+}
+
+// SynchronizeFences is Synchronize for a session with a completion page: the
+// reply says where to wait (FenceTargets).
+type SynchronizeFences struct {
+	Stream uint64
+}
+
+func (*SynchronizeFences) Type() Type          { return TypeSynchronizeFences }
+func (m *SynchronizeFences) Encode(e *Encoder) { e.PutUint64(m.Stream) }
+func (m *SynchronizeFences) Decode(d *Decoder) error {
+	m.Stream = d.Uint64()
+	return d.Err()
+}
+
+// FenceTarget is one word of the completion page and the number it must
+// reach.
+type FenceTarget struct {
+	Word uint32
+	Seq  uint32
+}
+
+// FenceTargets answers SynchronizeFences: the session's work is done once
+// every target's word holds its Seq or a later number (int32(word-Seq) >= 0)
+// and the fault area is still clear. Empty: it is done already.
+type FenceTargets struct {
+	Targets []FenceTarget
+}
+
+func (*FenceTargets) Type() Type { return TypeFenceTargets }
+func (m *FenceTargets) Encode(e *Encoder) {
+	e.PutCount(len(m.Targets))
+	for _, t := range m.Targets {
+		e.PutUint32(t.Word)
+		e.PutUint32(t.Seq)
+	}
+}
+func (m *FenceTargets) Decode(d *Decoder) error {
+	m.Targets = m.Targets[:0]
+	n := d.Count(8)
+	for range n {
+		m.Targets = append(m.Targets, FenceTarget{Word: d.Uint32(), Seq: d.Uint32()})
+	}
+	return d.Err()
+}

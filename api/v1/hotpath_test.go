@@ -25,6 +25,12 @@ func TestHotPathEncoding(t *testing.T) {
 		{&v1.UnmapHost{Handle: 3}, "0300000000000000"},
 		{&v1.HostCopy{Stream: 1, Dir: v1.DirHtoD, Dev: v1.Ref{Buffer: 9}, Host: 3, Offset: 8, Size: 16},
 			"0100000000000000" + "01" + "0900000000000000" + "0000000000000000" + "0300000000000000" + "0800000000000000" + "1000000000000000"},
+		{&v1.OpenCompletion{}, ""},
+		{&v1.CompletionOpened{Bytes: 8192, Words: 64, WordStride: 64, FaultsOffset: 4096, FaultsBytes: 4096, SpinNs: 1000},
+			"00200000" + "40000000" + "40000000" + "00100000" + "00100000" + "e803000000000000"},
+		{&v1.SynchronizeFences{Stream: 5}, "0500000000000000"},
+		{&v1.FenceTargets{Targets: []v1.FenceTarget{{Word: 2, Seq: 9}}}, "01000000" + "02000000" + "09000000"},
+		{&v1.FenceTargets{}, "00000000"},
 	}
 	for _, tt := range tests {
 		if have := hex.EncodeToString(v1.Marshal(tt.m)); have != tt.want {

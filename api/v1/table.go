@@ -22,38 +22,40 @@ const (
 	TypePolicyMaps   Type = 12
 
 	// Driver, on a session connection.
-	TypeCreateBuffer    Type = 20
-	TypeRelease         Type = 21
-	TypeBufferWrite     Type = 22
-	TypeBufferRead      Type = 23
-	TypeLoadProgram     Type = 24
-	TypeGetKernel       Type = 25
-	TypeGetGlobal       Type = 26
-	TypeCreateStream    Type = 27
-	TypeLaunch          Type = 28
-	TypeMemcpy          Type = 29
-	TypeMemset          Type = 30
-	TypeRecordFence     Type = 31
-	TypeStreamWaitFence Type = 32
-	TypePollFence       Type = 33
-	TypeWaitFence       Type = 34
-	TypeSynchronize     Type = 35
-	TypeRestrict        Type = 36
-	TypeGrant           Type = 37
-	TypeAttach          Type = 38
-	TypeRevoke          Type = 39
-	TypeMemInfo         Type = 40
-	TypeFenceElapsed    Type = 41
-	TypeSessionInfo     Type = 42
-	TypeShmGet          Type = 43
-	TypeShmAttach       Type = 44
-	TypeShmCtl          Type = 45
-	TypeOpenRing        Type = 46
-	TypeOpenStaging     Type = 47
-	TypeStagedCopy      Type = 48
-	TypeMapHost         Type = 49
-	TypeUnmapHost       Type = 50
-	TypeHostCopy        Type = 51
+	TypeCreateBuffer      Type = 20
+	TypeRelease           Type = 21
+	TypeBufferWrite       Type = 22
+	TypeBufferRead        Type = 23
+	TypeLoadProgram       Type = 24
+	TypeGetKernel         Type = 25
+	TypeGetGlobal         Type = 26
+	TypeCreateStream      Type = 27
+	TypeLaunch            Type = 28
+	TypeMemcpy            Type = 29
+	TypeMemset            Type = 30
+	TypeRecordFence       Type = 31
+	TypeStreamWaitFence   Type = 32
+	TypePollFence         Type = 33
+	TypeWaitFence         Type = 34
+	TypeSynchronize       Type = 35
+	TypeRestrict          Type = 36
+	TypeGrant             Type = 37
+	TypeAttach            Type = 38
+	TypeRevoke            Type = 39
+	TypeMemInfo           Type = 40
+	TypeFenceElapsed      Type = 41
+	TypeSessionInfo       Type = 42
+	TypeShmGet            Type = 43
+	TypeShmAttach         Type = 44
+	TypeShmCtl            Type = 45
+	TypeOpenRing          Type = 46
+	TypeOpenStaging       Type = 47
+	TypeStagedCopy        Type = 48
+	TypeMapHost           Type = 49
+	TypeUnmapHost         Type = 50
+	TypeHostCopy          Type = 51
+	TypeOpenCompletion    Type = 52
+	TypeSynchronizeFences Type = 53
 
 	// Control, manager to driver.
 	TypeAttachSession Type = 60
@@ -65,34 +67,36 @@ const (
 // Reply types. They travel only in frames with the Reply flag; numbers from 128
 // up are replies.
 const (
-	TypeEmpty           Type = 128
-	TypeError           Type = 129
-	TypeHelloReply      Type = 130
-	TypeDevices         Type = 131
-	TypeSessionOpened   Type = 132
-	TypeSessions        Type = 133
-	TypeAuditLines      Type = 134
-	TypeBufferCreated   Type = 135
-	TypeData            Type = 136
-	TypeProgramLoaded   Type = 137
-	TypeKernelInfo      Type = 138
-	TypeStreamCreated   Type = 139
-	TypeFenceCreated    Type = 140
-	TypeRightsReply     Type = 141
-	TypeGranted         Type = 142
-	TypeMemInfoReply    Type = 143
-	TypeDuration        Type = 144
-	TypeSessionStat     Type = 145
-	TypeSessionAttached Type = 146
-	TypeShmSegment      Type = 147
-	TypeShmStat         Type = 148
-	TypeRingOpened      Type = 149
-	TypeStagingOpened   Type = 150
-	TypePolicies        Type = 151
-	TypeTenants         Type = 152
-	TypePolicyLoaded    Type = 153
-	TypePolicyMapValues Type = 154
-	TypeHostMapped      Type = 155
+	TypeEmpty            Type = 128
+	TypeError            Type = 129
+	TypeHelloReply       Type = 130
+	TypeDevices          Type = 131
+	TypeSessionOpened    Type = 132
+	TypeSessions         Type = 133
+	TypeAuditLines       Type = 134
+	TypeBufferCreated    Type = 135
+	TypeData             Type = 136
+	TypeProgramLoaded    Type = 137
+	TypeKernelInfo       Type = 138
+	TypeStreamCreated    Type = 139
+	TypeFenceCreated     Type = 140
+	TypeRightsReply      Type = 141
+	TypeGranted          Type = 142
+	TypeMemInfoReply     Type = 143
+	TypeDuration         Type = 144
+	TypeSessionStat      Type = 145
+	TypeSessionAttached  Type = 146
+	TypeShmSegment       Type = 147
+	TypeShmStat          Type = 148
+	TypeRingOpened       Type = 149
+	TypeStagingOpened    Type = 150
+	TypePolicies         Type = 151
+	TypeTenants          Type = 152
+	TypePolicyLoaded     Type = 153
+	TypePolicyMapValues  Type = 154
+	TypeHostMapped       Type = 155
+	TypeCompletionOpened Type = 156
+	TypeFenceTargets     Type = 157
 )
 
 // Info is one row of the message table.
@@ -168,6 +172,8 @@ var messageTable = [...]Info{
 	{Type: TypeMapHost, Name: "MapHost", New: func() Message { return new(MapHost) }, Reply: TypeHostMapped, Endpoints: EndpointDriver, Right: RightCopy},
 	{Type: TypeUnmapHost, Name: "UnmapHost", New: func() Message { return new(UnmapHost) }, Reply: TypeEmpty, Endpoints: EndpointDriver},
 	{Type: TypeHostCopy, Name: "HostCopy", New: func() Message { return new(HostCopy) }, Reply: TypeEmpty, Endpoints: EndpointDriver, Right: RightCopy, Async: true},
+	{Type: TypeOpenCompletion, Name: "OpenCompletion", New: func() Message { return new(OpenCompletion) }, Reply: TypeCompletionOpened, Endpoints: EndpointDriver},
+	{Type: TypeSynchronizeFences, Name: "SynchronizeFences", New: func() Message { return new(SynchronizeFences) }, Reply: TypeFenceTargets, Endpoints: EndpointDriver},
 
 	{Type: TypeAttachSession, Name: "AttachSession", New: func() Message { return new(AttachSession) }, Reply: TypeSessionAttached, Endpoints: EndpointControl, FDs: 1},
 	{Type: TypeDriverStats, Name: "DriverStats", New: func() Message { return new(DriverStats) }, Reply: TypeSessions, Endpoints: EndpointControl},
@@ -202,6 +208,8 @@ var messageTable = [...]Info{
 	{Type: TypePolicyLoaded, Name: "PolicyLoaded", New: func() Message { return new(PolicyLoaded) }},
 	{Type: TypePolicyMapValues, Name: "PolicyMapValues", New: func() Message { return new(PolicyMapValues) }},
 	{Type: TypeHostMapped, Name: "HostMapped", New: func() Message { return new(HostMapped) }, FDs: 1},
+	{Type: TypeCompletionOpened, Name: "CompletionOpened", New: func() Message { return new(CompletionOpened) }, FDs: 1},
+	{Type: TypeFenceTargets, Name: "FenceTargets", New: func() Message { return new(FenceTargets) }},
 }
 
 // tableIndex maps a Type below 256 to its row in messageTable, plus one.

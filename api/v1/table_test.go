@@ -69,6 +69,8 @@ func TestTableMatchesSpec(t *testing.T) {
 		{49, "MapHost", "HostMapped", D, v1.RightCopy, false, 0},
 		{50, "UnmapHost", "Empty", D, 0, false, 0},
 		{51, "HostCopy", "Empty", D, v1.RightCopy, true, 0},
+		{52, "OpenCompletion", "CompletionOpened", D, 0, false, 0},
+		{53, "SynchronizeFences", "FenceTargets", D, 0, false, 0},
 		{60, "AttachSession", "SessionAttached", C, 0, false, 1},
 		{61, "DriverStats", "Sessions", C, 0, false, 0},
 		{62, "KillSession", "Empty", C, 0, false, 0},

@@ -1,5 +1,7 @@
 package backend
 
+import "sync/atomic"
+
 // Fencer is an optional Stream capability: a completion marker the host can
 // poll without a driver call. The driver's synchronizing calls for a
 // latency-critical tenant poll one instead of blocking in the driver's
@@ -62,4 +64,27 @@ type LatestFencer interface {
 //     by markers is still the latest fence.
 type MarkerRecorder interface {
 	RecordMarker(e Event) error
+}
+
+// FenceWordSetter is an optional Fencer capability: the stream's fences
+// written into a word the caller chose, in memory from HostMapper, so that
+// another process mapping the same pages watches them (the client of a
+// latency-critical session waits for its work there, without the driver on
+// the path).
+//
+// What an implementation must do:
+//   - SetFenceWord makes the stream's later fences write word, whose device
+//     address is dptr; fences enqueued before keep writing their own word.
+//     The word's numbering starts from the value it holds.
+//   - Fences made afterwards implement WordFence with this word.
+type FenceWordSetter interface {
+	SetFenceWord(word *atomic.Uint32, dptr DevicePtr) error
+}
+
+// WordFence is a Fence that says where it is written: it is reached once
+// Word holds Seq or a later number, compared in sequence arithmetic
+// (int32(word-seq) >= 0): the numbers wrap.
+type WordFence interface {
+	Fence
+	Word() (word *atomic.Uint32, seq uint32)
 }

@@ -22,3 +22,23 @@ package backend
 type MappedHostAllocator interface {
 	AllocMappedHost(size int) (HostMemory, DevicePtr, error)
 }
+
+// HostMapper is an optional Device capability: host memory the caller mapped
+// itself (a shared memory object, never the Go heap) made page-locked and
+// reachable by kernels and stream memory writes at a device address, like
+// MappedHostAllocator's. The driver shares a session's completion words and
+// fault records with its client this way: the device writes them, and the
+// client reads them in its own mapping of the same pages.
+//
+// What an implementation must do:
+//   - MapHost page-locks mem and returns the device address of its first
+//     byte; mem must not overlap memory registered before (RegisterHost,
+//     MapHost). Writes by kernels and by the Fence of a stream using a word
+//     of mem (FenceWordSetter) reach mem's pages, so every mapping of them
+//     sees them.
+//   - UnmapHost undoes it; mem must start where a mapped range starts, and
+//     no work still pending may write it.
+type HostMapper interface {
+	MapHost(mem []byte) (DevicePtr, error)
+	UnmapHost(mem []byte) error
+}

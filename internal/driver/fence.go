@@ -110,7 +110,7 @@ func (s *Session) fenceLaunch(req *wire.Request) bool {
 		return true
 	}
 	next, ok := req.NextType()
-	return ok && next == v1.TypeSynchronize
+	return ok && (next == v1.TypeSynchronize || next == v1.TypeSynchronizeFences)
 }
 
 // answered runs after each request of the session has been answered
@@ -188,6 +188,7 @@ const (
 	waitedFence             // fences polled
 	waitedFenceLong         // fences polled, then the synchronize: longer than fencePoll
 	waitedFenceEarly        // fences polled, each enqueued before the synchronize came (prefence)
+	waitedClient            // the client polls them (SynchronizeFences answered with targets)
 )
 
 // FenceSpinEnv sets how long a fence poller spins before it yields the CPU

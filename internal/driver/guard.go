@@ -205,7 +205,7 @@ func (s *Session) bindGuard(p *programObj) error {
 		return fmt.Errorf("find %s in the guarded module: %w", guard.ParamsVar, errors.Join(err, backend.ErrNotFound))
 	}
 	gp.params = ptr
-	if gp.slot, err = s.d.guard.slot(s.d.dev); err != nil {
+	if gp.slot, err = s.faultSlot(); err != nil {
 		return err
 	}
 	if l := gp.res.Globals; l != nil {
@@ -590,6 +590,9 @@ type faultPage struct {
 	dptr  uint64
 	chunk backend.Chunk // device-memory fallback
 	size  uint64
+	// session is the completion page whose fault area this is, or nil for
+	// the driver's pages.
+	session *completionPage
 }
 
 type faultSlot struct {
@@ -713,6 +716,11 @@ func (g *driverGuard) read(d *Driver, f faultSlot, block bool) (guard.Record, bo
 
 // release clears a slot and returns it to the pool.
 func (g *driverGuard) release(d *Driver, f faultSlot) {
+	if f.page.session != nil {
+		clear(f.page.host.Bytes()[f.off : f.off+guard.RecordSize])
+		f.page.session.putFault(f.off)
+		return
+	}
 	if f.page.host != nil {
 		clear(f.page.host.Bytes()[f.off : f.off+guard.RecordSize])
 	} else if err := g.write(d, backend.DevicePtr(f.addr()), make([]byte, guard.RecordSize)); err != nil {

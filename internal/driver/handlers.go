@@ -90,6 +90,8 @@ func (s *Session) dispatch(ctx context.Context, req *wire.Request) (v1.Message, 
 		return s.fenceElapsed(m)
 	case *v1.Synchronize:
 		return nil, s.synchronize(ctx, m)
+	case *v1.SynchronizeFences:
+		return s.synchronizeFences(ctx, m)
 	case *v1.Restrict:
 		r, err := s.table.Restrict(s.self, cap.Rights(m.Rights&v1.AllSessionRights)|cap.AllBufferRights)
 		return &v1.RightsReply{Rights: v1.Rights(r) & v1.AllSessionRights}, err
@@ -306,11 +308,15 @@ func (s *Session) createStream(m *v1.CreateStream) (v1.Message, error) {
 // this session still queued for it was dropped with the queue or completes first.
 func (s *Session) destroyStream(so *streamObj) {
 	s.queue.Wait(context.Background())
-	if err := so.st.Synchronize(); err != nil {
+	err := so.st.Synchronize()
+	if err != nil {
 		s.d.check(err)
 	}
 	s.d.sched.Forget(so.st)
 	so.st.Destroy()
+	if cp := s.completion.Load(); cp != nil {
+		cp.forget(so.st, err == nil)
+	}
 }
 
 // submit queues work for the device, blocking while the session's queue is
@@ -363,6 +369,9 @@ func (s *Session) submitWait(ctx context.Context, c *sched.Command) error {
 // commands were all issued and how it waited (the latency log's syncStamps).
 func (s *Session) settle(ctx context.Context, stamps *syncStamps, also backend.Stream) error {
 	streams, err := s.queue.WaitIssued(ctx, s.syncStreams[:0])
+	if cp := s.completion.Load(); cp != nil {
+		streams = cp.takeUnsynced(streams) // the client may not have seen them done
+	}
 	if stamps != nil {
 		stamps.issued = time.Now()
 	}

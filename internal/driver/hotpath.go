@@ -101,7 +101,7 @@ func (s *Session) handleHot(ctx context.Context, req *wire.Request) (v1.Message,
 	var fds []int
 	var err error
 	switch req.Msg.(type) {
-	case *v1.OpenRing, *v1.OpenStaging, *v1.StagedCopy, *v1.MapHost, *v1.UnmapHost, *v1.HostCopy:
+	case *v1.OpenRing, *v1.OpenStaging, *v1.StagedCopy, *v1.MapHost, *v1.UnmapHost, *v1.HostCopy, *v1.OpenCompletion:
 		if err := s.guardRevoked(req); err != nil {
 			return nil, nil, err
 		}
@@ -111,6 +111,8 @@ func (s *Session) handleHot(ctx context.Context, req *wire.Request) (v1.Message,
 		reply, fds, err = s.openRing(m)
 	case *v1.OpenStaging:
 		reply, fds, err = s.openStaging(m)
+	case *v1.OpenCompletion:
+		reply, fds, err = s.openCompletion(m)
 	case *v1.StagedCopy:
 		err = s.stagedCopy(ctx, m)
 	case *v1.MapHost:

@@ -177,14 +177,14 @@ func (l *latencyRec) write(path, who string) {
 		}
 	}
 	fmt.Fprintf(f, "session %s: %d launch commands, %d by the express lane\n", who, len(stamps), expressed)
-	var hows [waitedFenceEarly + 1]int
+	var hows [waitedClient + 1]int
 	for _, st := range syncs {
 		if st.how >= 0 && st.how < len(hows) {
 			hows[st.how]++
 		}
 	}
-	fmt.Fprintf(f, "  synchronizes: %d by the driver, %d polling fences (%d of them enqueued before it came), %d polling then by the driver\n",
-		hows[waitedSync], hows[waitedFence]+hows[waitedFenceEarly], hows[waitedFenceEarly], hows[waitedFenceLong])
+	fmt.Fprintf(f, "  synchronizes: %d by the driver, %d polling fences (%d of them enqueued before it came), %d polling then by the driver, %d by the client\n",
+		hows[waitedSync], hows[waitedFence]+hows[waitedFenceEarly], hows[waitedFenceEarly], hows[waitedFenceLong], hows[waitedClient])
 	fmt.Fprintf(f, "  process so far: %s\n", runtimeTails())
 	stage("recv->issue", func(s *launchStamps) time.Duration { return s.issue0.Sub(s.recv) })
 	stage("issue (driver)", func(s *launchStamps) time.Duration { return s.issue1.Sub(s.issue0) })

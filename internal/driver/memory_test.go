@@ -83,6 +83,29 @@ func (s *watchStream) LatestFence() (backend.Fence, bool) {
 	return nil, false
 }
 
+// SetFenceWord passes the inner stream's through (completion pages).
+func (s *watchStream) SetFenceWord(word *atomic.Uint32, dptr backend.DevicePtr) error {
+	if ws, ok := s.Stream.(backend.FenceWordSetter); ok {
+		return ws.SetFenceWord(word, dptr)
+	}
+	return backend.ErrUnsupported
+}
+
+// MapHost and UnmapHost pass the inner device's through (completion pages).
+func (d *watchDevice) MapHost(mem []byte) (backend.DevicePtr, error) {
+	if hm, ok := d.Device.(backend.HostMapper); ok {
+		return hm.MapHost(mem)
+	}
+	return 0, backend.ErrUnsupported
+}
+
+func (d *watchDevice) UnmapHost(mem []byte) error {
+	if hm, ok := d.Device.(backend.HostMapper); ok {
+		return hm.UnmapHost(mem)
+	}
+	return backend.ErrUnsupported
+}
+
 // RecordMarker passes the inner stream's markers through (the scheduler
 // records its events so).
 func (s *watchStream) RecordMarker(e backend.Event) error {

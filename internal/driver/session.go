@@ -56,16 +56,17 @@ type Session struct {
 	launchDones sync.WaitGroup
 
 	// Owned by the serving goroutine (handlers run on it one at a time).
-	batch           bool             // the request is part of a burst: submit Batched
-	joinable        *launchCmd       // the last command submitted, if launches may still join it
-	joinBlocks      uint64           // the largest grid (in blocks) of a launch that may join others
-	joinFixed       int              // launches a command may carry, if fixed ($GPUOS_LAUNCH_JOIN); 0: joinLimit decides
-	latency         *latencyRec      // launch latency stages ($GPUOS_LATENCY_LOG); nil: off
-	syncStreams     []backend.Stream // settle's scratch
-	fences          []backend.Fence  // awaitStreams' scratch
-	fencePoll       atomic.Int64     // how long synchronizing calls poll fences (fencePoll), set when the rings open
-	reapDue         atomic.Bool      // a synchronizing call saw its fences reached: reap after the answer
-	prefenceDue     atomic.Bool      // work was submitted: fence it after the answer (prefence)
+	batch           bool                           // the request is part of a burst: submit Batched
+	joinable        *launchCmd                     // the last command submitted, if launches may still join it
+	joinBlocks      uint64                         // the largest grid (in blocks) of a launch that may join others
+	joinFixed       int                            // launches a command may carry, if fixed ($GPUOS_LAUNCH_JOIN); 0: joinLimit decides
+	latency         *latencyRec                    // launch latency stages ($GPUOS_LATENCY_LOG); nil: off
+	syncStreams     []backend.Stream               // settle's scratch
+	fences          []backend.Fence                // awaitStreams' scratch
+	fencePoll       atomic.Int64                   // how long synchronizing calls poll fences (fencePoll), set when the rings open
+	reapDue         atomic.Bool                    // a synchronizing call saw its fences reached: reap after the answer
+	completion      atomic.Pointer[completionPage] // completion on the client's side (completion.go)
+	prefenceDue     atomic.Bool                    // work was submitted: fence it after the answer (prefence)
 	prefenceStreams []backend.Stream
 }
 
@@ -195,7 +196,8 @@ func (s *Session) teardown() {
 	if s.stream != nil {
 		s.destroyStream(s.stream)
 	}
-	s.closeHot() // after the streams: no device copy uses the staging area now
+	s.closeHot()        // after the streams: no device copy uses the staging area now
+	s.closeCompletion() // nor does a fence write the completion page
 	s.window.Close()
 	s.ledger.Close()
 	s.mu.Lock()

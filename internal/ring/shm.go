@@ -46,6 +46,68 @@ func Create(name string, size int, populate bool) (*Shm, error) {
 	return &Shm{fd: fd, mem: mem}, nil
 }
 
+// CreateReadOnlyShared is Create for memory only this process writes: it is
+// also sealed against writes through any mapping or descriptor made from
+// now on (F_SEAL_FUTURE_WRITE), so a peer it is sent to can map it only
+// read-only (OpenReadOnly) and cannot write it through the descriptor.
+// ErrUnsupported if the kernel cannot seal that way (before Linux 5.1).
+func CreateReadOnlyShared(name string, size int) (*Shm, error) {
+	if size <= 0 || size > maxShm {
+		return nil, fmt.Errorf("create shared memory of %d bytes: %w", size, ErrLayout)
+	}
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, fmt.Errorf("%w: memfd_create: %v", ErrUnsupported, err)
+	}
+	fail := func(what string, err error) (*Shm, error) {
+		unix.Close(fd)
+		return nil, fmt.Errorf("create shared memory: %s: %w", what, err)
+	}
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		return fail("ftruncate", err)
+	}
+	mem, err := mmap(fd, size, true)
+	if err != nil {
+		return fail("mmap", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_FUTURE_WRITE|unix.F_SEAL_SEAL); err != nil {
+		unix.Munmap(mem)
+		return fail("seal", fmt.Errorf("%w: %v", ErrUnsupported, err))
+	}
+	return &Shm{fd: fd, mem: mem}, nil
+}
+
+// OpenReadOnly maps, read-only, shared memory a peer made with
+// CreateReadOnlyShared: fd must be a memfd of exactly size bytes sealed
+// against shrinking and against writes (else ErrNotSealed). It owns fd from
+// now on, and closes it on error.
+func OpenReadOnly(fd int, size int) (*Shm, error) {
+	fail := func(err error) (*Shm, error) {
+		unix.Close(fd)
+		return nil, fmt.Errorf("open shared memory: %w", err)
+	}
+	if size <= 0 || size > maxShm {
+		return fail(fmt.Errorf("%w: %d bytes", ErrLayout, size))
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fail(err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != int64(size) {
+		return fail(fmt.Errorf("%w: descriptor is %d bytes (mode %#o), want %d", ErrLayout, st.Size, st.Mode, size))
+	}
+	const want = unix.F_SEAL_SHRINK | unix.F_SEAL_FUTURE_WRITE
+	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
+	if err != nil || seals&want != want {
+		return fail(ErrNotSealed)
+	}
+	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return fail(fmt.Errorf("mmap %d bytes: %w", size, err))
+	}
+	return &Shm{fd: fd, mem: mem}, nil
+}
+
 // Open maps shared memory that a peer created and sent: fd must be a memfd of
 // exactly size bytes, sealed against shrinking (else ErrNotSealed), so that a
 // later truncation cannot turn accesses into SIGBUS. Open owns fd from now on,

@@ -71,6 +71,8 @@ func Samples() []v1.Message {
 		&v1.MapHost{Bytes: 256 << 20},
 		&v1.UnmapHost{Handle: 0x8000000000000003},
 		&v1.HostCopy{Stream: 13, Dir: v1.DirDtoH, Dev: v1.Ref{Buffer: 9, Offset: 64}, Host: 0x8000000000000003, Offset: 4096, Size: 1 << 28},
+		&v1.OpenCompletion{},
+		&v1.SynchronizeFences{Stream: 13},
 
 		&v1.AttachSession{SessionID: 7, Tenant: "alice", Rights: v1.AllSessionRights, MemoryQuota: 8 << 30,
 			Weight: 3, Priority: -1, PID: 4242, UID: 1000, Label: "train",
@@ -103,6 +105,8 @@ func Samples() []v1.Message {
 		&v1.RingOpened{SubmitBytes: 1 << 19, CompleteBytes: 1 << 18, SpinNs: 2e6},
 		&v1.StagingOpened{Slots: 16, SlotBytes: 4 << 20},
 		&v1.HostMapped{Handle: 0x8000000000000003, Bytes: 256 << 20},
+		&v1.CompletionOpened{Bytes: 8192, Words: 64, WordStride: 64, FaultsOffset: 4096, FaultsBytes: 4096, SpinNs: 2e6},
+		&v1.FenceTargets{Targets: []v1.FenceTarget{{Word: 0, Seq: 7}, {Word: 63, Seq: 0xffffffff}}},
 		&v1.Policies{Active: "fair", Fallback: "fair", Policies: []v1.PolicyInfo{
 			{Name: "fair", Description: "weighted fair share", Builtin: true, Active: true},
 			{Name: "edf", Description: "deadlines", Ejected: "hook overran its deadline"}}},

@@ -79,6 +79,7 @@ _Static_assert(offsetof(CUdevResource, sm) == 96, "CUdevResource.sm");
 #define GPUOS_CU_MEMHOSTALLOC_PORTABLE     1
 #define GPUOS_CU_MEMHOSTALLOC_DEVICEMAP    2
 #define GPUOS_CU_MEMHOSTREGISTER_PORTABLE  1
+#define GPUOS_CU_MEMHOSTREGISTER_DEVICEMAP 2
 #define GPUOS_CU_DEV_RESOURCE_TYPE_SM      1
 #define GPUOS_CU_GREEN_CTX_DEFAULT_STREAM  1
 
@@ -493,6 +494,17 @@ static CUresult gpuos_host_register(gpuos_ctx *c, void *p, size_t size) {
 	return GPUOS_CALL(c->lib, cuMemHostRegister_v2, p, size, GPUOS_CU_MEMHOSTREGISTER_PORTABLE);
 }
 
+// gpuos_host_register_mapped page-locks [p, p+size) and returns where
+// kernels and stream memory writes reach it.
+static CUresult gpuos_host_register_mapped(gpuos_ctx *c, void *p, size_t size, CUdeviceptr *d) {
+	USE(c);
+	CUresult r = GPUOS_CALL(c->lib, cuMemHostRegister_v2, p, size, GPUOS_CU_MEMHOSTREGISTER_PORTABLE | GPUOS_CU_MEMHOSTREGISTER_DEVICEMAP);
+	if (r != 0) return r;
+	r = GPUOS_CALL(c->lib, cuMemHostGetDevicePointer_v2, d, p, 0);
+	if (r != 0) GPUOS_CALL(c->lib, cuMemHostUnregister, p);
+	return r;
+}
+
 static CUresult gpuos_host_unregister(gpuos_ctx *c, void *p) {
 	USE(c);
 	return GPUOS_CALL(c->lib, cuMemHostUnregister, p);
@@ -745,6 +757,7 @@ static long long gpuos_constant(int i) {
 	case 10: return sizeof(CUmemAllocationProp);
 	case 11: return sizeof(CUmemAccessDesc);
 	case 12: return sizeof(CUuuid);
+	case 13: return GPUOS_CU_MEMHOSTREGISTER_DEVICEMAP;
 	}
 	return -1;
 }
@@ -989,6 +1002,13 @@ func (c *dctx) hostFree(b []byte) cuda.CUresult {
 
 func (c *dctx) hostRegister(b []byte) cuda.CUresult {
 	return cuda.CUresult(C.gpuos_host_register(c.p, unsafe.Pointer(unsafe.SliceData(b)), C.size_t(len(b))))
+}
+
+// hostRegisterMapped page-locks b and returns its device address.
+func (c *dctx) hostRegisterMapped(b []byte) (uint64, cuda.CUresult) {
+	var d C.CUdeviceptr
+	r := C.gpuos_host_register_mapped(c.p, unsafe.Pointer(unsafe.SliceData(b)), C.size_t(len(b)), &d)
+	return uint64(d), cuda.CUresult(r)
 }
 
 func (c *dctx) hostUnregister(b []byte) cuda.CUresult {

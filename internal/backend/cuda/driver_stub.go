@@ -125,6 +125,7 @@ func newCallbackHandle(*callback) uintptr { return 0 }
 func deleteCallbackHandle(uintptr)        {}
 
 func (*dctx) hostAllocMapped(int) ([]byte, uint64, cuda.CUresult) { return nil, 0, notLoaded }
+func (*dctx) hostRegisterMapped([]byte) (uint64, cuda.CUresult)   { return 0, notLoaded }
 func (*dctx) memAlloc(uint64) (uint64, cuda.CUresult)             { return 0, notLoaded }
 func (*dctx) memFree(uint64) cuda.CUresult                        { return notLoaded }
 

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -20,8 +21,9 @@ const fenceStride = 64
 // fenceWord is one stream's word: where the host reads it and where the
 // device writes it.
 type fenceWord struct {
-	host *atomic.Uint32
-	dptr uint64
+	host   *atomic.Uint32
+	dptr   uint64
+	shared bool // the caller's (SetFenceWord), not the pool's
 }
 
 // fencePool hands out fence words from pages of mapped host memory; the
@@ -70,8 +72,10 @@ type streamFences struct {
 }
 
 var (
-	_ backend.Fencer       = (*stream)(nil)
-	_ backend.LatestFencer = (*stream)(nil)
+	_ backend.Fencer          = (*stream)(nil)
+	_ backend.LatestFencer    = (*stream)(nil)
+	_ backend.FenceWordSetter = (*stream)(nil)
+	_ backend.WordFence       = fence{}
 )
 
 // Fence enqueues a write of the stream's next sequence number into its
@@ -117,13 +121,37 @@ func (s *stream) LatestFence() (backend.Fence, bool) {
 	return f.latest, true
 }
 
+// SetFenceWord makes the stream's later fences write word, at device
+// address dptr (backend.FenceWordSetter); its numbering goes on from the
+// value the word holds. The word the stream used before goes back to the
+// device's pool as releaseFence would give it back.
+func (s *stream) SetFenceWord(word *atomic.Uint32, dptr backend.DevicePtr) error {
+	if word == nil || dptr == 0 {
+		return fmt.Errorf("set fence word: %w", backend.ErrInvalidArgument)
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.live.exit()
+	f := &s.fences
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.word.host != nil && !f.word.shared && reached(f.word.host, f.seq) {
+		s.dev.putFenceWord(f.word)
+	}
+	f.word = fenceWord{host: word, dptr: uint64(dptr), shared: true}
+	f.seq = word.Load()
+	f.latest, f.latestOK = fence{}, false
+	return nil
+}
+
 // releaseFence gives the stream's word back once no write of it can still
 // be pending: one whose last fence was not reached is never reused.
 func (s *stream) releaseFence() {
 	f := &s.fences
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.word.host != nil && reached(f.word.host, f.seq) {
+	if f.word.host != nil && !f.word.shared && reached(f.word.host, f.seq) {
 		s.dev.putFenceWord(f.word)
 	}
 	f.word = fenceWord{}
@@ -146,6 +174,9 @@ func (f fence) Reached() bool {
 	defer f.s.live.exit()
 	return reached(f.word, f.seq)
 }
+
+// Word returns the fence's word and number (backend.WordFence).
+func (f fence) Word() (*atomic.Uint32, uint32) { return f.word, f.seq }
 
 // reached compares in sequence arithmetic: the numbers wrap.
 func reached(word *atomic.Uint32, seq uint32) bool { return int32(word.Load()-seq) >= 0 }

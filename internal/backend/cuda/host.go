@@ -237,3 +237,30 @@ func (d *Device) UnregisterHost(mem []byte) error {
 	d.host.remove(rng.start)
 	return d.fail("unregister host memory", d.c.hostUnregister(mem))
 }
+
+var _ backend.HostMapper = (*Device)(nil)
+
+// MapHost page-locks memory the caller mapped itself, as RegisterHost does,
+// and maps it for the device (cuMemHostRegister with DEVICEMAP, then
+// cuMemHostGetDevicePointer): kernels and stream memory writes reach it at
+// the returned address (backend.HostMapper).
+func (d *Device) MapHost(mem []byte) (backend.DevicePtr, error) {
+	if err := d.enter(); err != nil {
+		return 0, err
+	}
+	defer d.live.exit()
+	d.hostMu.Lock()
+	defer d.hostMu.Unlock()
+	if err := d.host.check(mem); err != nil {
+		return 0, err
+	}
+	dptr, r := d.c.hostRegisterMapped(mem)
+	if r != 0 {
+		return 0, d.fail(fmt.Sprintf("map %d bytes of host memory for the device", len(mem)), r)
+	}
+	d.host.add(mem, nil)
+	return backend.DevicePtr(dptr), nil
+}
+
+// UnmapHost undoes MapHost.
+func (d *Device) UnmapHost(mem []byte) error { return d.UnregisterHost(mem) }

@@ -93,6 +93,7 @@ func TestCConstantsMatchTheABI(t *testing.T) {
 		{"sizeof(CUmemAllocationProp)", 10, cuda.SizeofCUmemAllocationProp},
 		{"sizeof(CUmemAccessDesc)", 11, cuda.SizeofCUmemAccessDesc},
 		{"sizeof(CUuuid)", 12, cuda.SizeofCUuuid},
+		{"CU_MEMHOSTREGISTER_DEVICEMAP", 13, cuda.CU_MEMHOSTREGISTER_DEVICEMAP},
 	}
 	for _, tt := range tests {
 		if got := cConstant(tt.c); got != tt.want {

@@ -22,6 +22,9 @@ type Device struct {
 	view *memView
 	host hostRegistry
 
+	mappedMu sync.Mutex
+	hostMaps map[*byte]mappedRange // MapHost's mappings, by first byte
+
 	// compile turns PTX text into a program: the interpreter, or a test's.
 	compile func(text []byte) (program, error)
 

@@ -79,3 +79,71 @@ func (m *mappedHost) unmap() {
 	_ = as.release(m.base, m.size)
 	m.d.view.flush()
 }
+
+var _ backend.HostMapper = (*Device)(nil)
+
+// MapHost maps memory the caller mapped itself into the sim's module region
+// (backend.HostMapper): kernels reach mem's bytes at the returned address, and
+// the rest of the last granule is not accessible. It is also pinned for
+// copies.
+func (d *Device) MapHost(mem []byte) (backend.DevicePtr, error) {
+	if err := d.check(); err != nil {
+		return 0, err
+	}
+	if len(mem) == 0 || len(mem) > maxHostAlloc {
+		return 0, fmt.Errorf("map %d bytes of host memory: %w", len(mem), backend.ErrInvalidArgument)
+	}
+	if err := d.host.add(mem, nil); err != nil {
+		return 0, err
+	}
+	as := d.as
+	n := alignUp(uint64(len(mem)), as.gran)
+	base, err := as.reserve(n, as.gran, moduleStart, VAEnd)
+	if err != nil {
+		_ = d.host.remove(mem, nil)
+		return 0, fmt.Errorf("map host memory: %w", err)
+	}
+	ch := &chunk{dev: d, size: n, data: mem[:len(mem):len(mem)]}
+	if err := as.mapChunk(base, n, ch, 0); err != nil {
+		_ = as.release(base, n)
+		_ = d.host.remove(mem, nil)
+		return 0, err
+	}
+	if err := as.setAccess(base, n); err != nil {
+		_ = as.unmap(base, n)
+		_ = as.release(base, n)
+		_ = d.host.remove(mem, nil)
+		return 0, err
+	}
+	d.mappedMu.Lock()
+	if d.hostMaps == nil {
+		d.hostMaps = make(map[*byte]mappedRange)
+	}
+	d.hostMaps[&mem[0]] = mappedRange{base: base, size: n}
+	d.mappedMu.Unlock()
+	return backend.DevicePtr(base), nil
+}
+
+// mappedRange is where MapHost mapped a caller's memory.
+type mappedRange struct{ base, size uint64 }
+
+// UnmapHost undoes MapHost.
+func (d *Device) UnmapHost(mem []byte) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	if len(mem) == 0 {
+		return fmt.Errorf("unmap host memory: %w", backend.ErrInvalidArgument)
+	}
+	d.mappedMu.Lock()
+	r, ok := d.hostMaps[&mem[0]]
+	delete(d.hostMaps, &mem[0])
+	d.mappedMu.Unlock()
+	if !ok {
+		return fmt.Errorf("unmap host memory: not mapped: %w", backend.ErrInvalidArgument)
+	}
+	_ = d.as.unmap(r.base, r.size)
+	_ = d.as.release(r.base, r.size)
+	d.view.flush()
+	return d.host.remove(mem, nil)
+}

@@ -62,7 +62,10 @@ func (v *memView) fill(addr, n, page, gen uint64) (*tlbEntry, error) {
 		as.mu.RUnlock()
 		return nil, accessError(addr, n, p)
 	}
-	data := p.m.chunk.data[p.off : p.off+as.gran : p.off+as.gran]
+	// MapHost's host memory may end inside its last granule: past its end
+	// an access fails in straddle (resolve).
+	end := min(p.off+as.gran, uint64(len(p.m.chunk.data)))
+	data := p.m.chunk.data[min(p.off, end):end:end]
 	as.mu.RUnlock()
 	e := &tlbEntry{page: page, gen: gen, data: data}
 	v.tlb[page&(tlbEntries-1)].Store(e)

@@ -69,7 +69,8 @@ type cmd struct {
 	value    uint32
 	elem     int
 
-	wait     *cmd // cmdWait: the record command to wait for
+	wait     *cmd           // cmdWait: the record command to wait for
+	word     *atomic.Uint32 // cmdFence: the word it writes, if any (SetFenceWord)
 	callback func(error)
 	hold     <-chan struct{}
 
@@ -91,6 +92,12 @@ type Stream struct {
 	lastWork    *cmd   // the last command but markers (RecordMarker)
 	latestFence *fence // the last fence, if it was the last work enqueued when made
 	destroyed   bool
+	fenceWord   *atomic.Uint32 // where its fences write (SetFenceWord), or nil
+	fenceSeq    uint32         // the last number a fence wrote there
+
+	// fenceMu makes a fence's numbering and its enqueue one step, so that
+	// a word's numbers grow in stream order, as cuda's do.
+	fenceMu sync.Mutex
 
 	mu       sync.Mutex
 	queue    []*cmd
@@ -335,7 +342,11 @@ func (s *Stream) do(c *cmd) error {
 	case cmdRecord, cmdFence:
 		// An event (and a fence) carries the stream's first error up to it, so that
 		// waiting on the event reports failed work as CUDA does.
-		return s.firstError()
+		err := s.firstError()
+		if err == nil && c.word != nil {
+			c.word.Store(c.value) // a fence's number, as the GPU writes it
+		}
+		return err
 	case cmdMemset:
 		c.end = c.start + uint64(cost.CopyTime(CopyMemset, c.n, false))
 		d.spread(c, cost.CopyOverhead, s.sms)
@@ -580,8 +591,9 @@ func (s *Stream) Callback(fn func(error)) error {
 }
 
 var (
-	_ backend.Fencer       = (*Stream)(nil)
-	_ backend.LatestFencer = (*Stream)(nil)
+	_ backend.Fencer          = (*Stream)(nil)
+	_ backend.LatestFencer    = (*Stream)(nil)
+	_ backend.FenceWordSetter = (*Stream)(nil)
 )
 
 // Fence enqueues a marker after the stream's work so far
@@ -591,6 +603,16 @@ func (s *Stream) Fence() (backend.Fence, error) {
 		return nil, err
 	}
 	c := &cmd{kind: cmdFence}
+	s.fenceMu.Lock()
+	defer s.fenceMu.Unlock()
+	s.d.qmu.Lock()
+	if s.fenceWord != nil {
+		// Numbered while the lock is held, so that numbers follow enqueue
+		// order.
+		s.fenceSeq++
+		c.word, c.value = s.fenceWord, s.fenceSeq
+	}
+	s.d.qmu.Unlock()
 	if err := s.enqueue(c, noEngine, nil); err != nil {
 		return nil, err
 	}
@@ -601,6 +623,26 @@ func (s *Stream) Fence() (backend.Fence, error) {
 	}
 	s.d.qmu.Unlock()
 	return f, nil
+}
+
+// SetFenceWord makes the stream's later fences write their numbers into
+// word (backend.FenceWordSetter), going on from the value it holds. The sim
+// writes it from the host side when the marker runs; dptr is not used.
+func (s *Stream) SetFenceWord(word *atomic.Uint32, dptr backend.DevicePtr) error {
+	if word == nil || dptr == 0 {
+		return fmt.Errorf("set fence word: %w", backend.ErrInvalidArgument)
+	}
+	if err := s.d.check(); err != nil {
+		return err
+	}
+	s.d.qmu.Lock()
+	defer s.d.qmu.Unlock()
+	if s.destroyed {
+		return fmt.Errorf("set fence word: %w", ErrInvalidHandle)
+	}
+	s.fenceWord, s.fenceSeq = word, word.Load()
+	s.latestFence = nil
+	return nil
 }
 
 // LatestFence returns the stream's last fence if nothing but markers was
@@ -619,6 +661,12 @@ type fence struct {
 	d *Device
 	c *cmd
 }
+
+var _ backend.WordFence = (*fence)(nil)
+
+// Word returns the word the fence writes and its number; nil for a fence
+// made before the stream had a word.
+func (f *fence) Word() (*atomic.Uint32, uint32) { return f.c.word, f.c.value }
 
 // Reached reports whether the marker's command ran without an earlier
 // error on its stream. A host that saw it reached is synchronized with the

@@ -305,6 +305,10 @@ func (as *addressSpace) resolve(addr, n uint64) ([][]byte, error) {
 		off := a & (as.gran - 1)
 		take := min(as.gran-off, end-a)
 		co := e.off + off
+		if co+take > uint64(len(e.m.chunk.data)) {
+			// Host memory mapped by MapHost ends inside its last granule.
+			return nil, fmt.Errorf("%w: %#x (an access of %d bytes) is past the end of mapped host memory", ErrIllegalAddress, a, n)
+		}
 		if e.m.chunk == cur && co == to {
 			to += take
 		} else {

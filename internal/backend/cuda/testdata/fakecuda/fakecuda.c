@@ -361,7 +361,7 @@ CUresult cuMemFreeHost(void *p) { CTX; free(p); return OK; }
 CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned flags) { CTX; if (flags) return INVALID_VALUE; *d = (CUdeviceptr)(uintptr_t)p; return OK; }
 CUresult cuMemHostRegister_v2(void *p, size_t size, unsigned flags) {
 	CTX;
-	if (flags != 1 || size == 0) return INVALID_VALUE;
+	if ((flags != 1 && flags != 3) || size == 0) return INVALID_VALUE; /* portable, and device-mapped */
 	LOCK;
 	for (struct hostreg *h = hostregs; h; h = h->next)
 		if ((uintptr_t)p < h->start + h->size && h->start < (uintptr_t)p + size) { UNLOCK; return HOST_MEMORY_ALREADY_REGISTERED; }

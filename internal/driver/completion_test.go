@@ -1,0 +1,283 @@
+package driver
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	v1 "github.com/gpuos/gpuos/api/v1"
+	"github.com/gpuos/gpuos/internal/ring"
+	"github.com/gpuos/gpuos/internal/sched"
+	"golang.org/x/sys/unix"
+)
+
+// openCompletion asks for the session's completion page and maps it as a
+// client does; it returns the page, or the driver's error.
+func (ts *testSession) openCompletion() (*ring.Completion, error) {
+	ts.t.Helper()
+	var co v1.CompletionOpened
+	fds, err := ts.rpc.CallFDs(context.Background(), &v1.OpenCompletion{}, &co, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(fds) != 1 {
+		ts.t.Fatalf("CompletionOpened carried %d descriptors", len(fds))
+	}
+	shm, err := ring.OpenReadOnly(fds[0], int(co.Bytes))
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	ts.t.Cleanup(func() { shm.Close() })
+	view, err := ring.NewCompletion(shm.Bytes(), int(co.Words), int(co.WordStride), int(co.FaultsOffset), int(co.FaultsBytes))
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	return view, nil
+}
+
+// awaitTargets polls the page's words as the client library does.
+func awaitTargets(t *testing.T, view *ring.Completion, targets []v1.FenceTarget) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for _, tg := range targets {
+		for !view.Reached(int(tg.Word), tg.Seq) {
+			if time.Now().After(deadline) {
+				t.Fatalf("word %d never reached %d", tg.Word, tg.Seq)
+			}
+			ring.Yield()
+		}
+	}
+}
+
+func vecaddProgram(t *testing.T, ts *testSession) v1.KernelInfo {
+	t.Helper()
+	image, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kernels", "vecadd.ptx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p v1.ProgramLoaded
+	ts.must(&v1.LoadProgram{Image: image, Name: "vecadd.ptx"}, &p)
+	var k v1.KernelInfo
+	ts.must(&v1.GetKernel{Program: p.Handle, Name: "vecadd"}, &k)
+	return k
+}
+
+// TestCompletionPage: a high-class session on rings gets a completion page;
+// a SynchronizeFences answers with words that the device writes once the
+// work is done, on the session's stream and on one it creates, and the
+// results are there when they are reached. Every other session is refused.
+func TestCompletionPage(t *testing.T) {
+	td := newTestDriver(t, 256<<20, Options{Sched: sched.Options{Policy: "priority"}})
+	for name, class := range map[string]sched.Class{"hp": sched.ClassHigh, "nm": sched.ClassNormal} {
+		if err := td.d.sched.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("refused", func(t *testing.T) {
+		if _, err := td.session("hp", 0).openCompletion(); !errors.Is(err, ErrCompletionUnsupported) {
+			t.Errorf("high class without rings: %v, want %v", err, ErrCompletionUnsupported)
+		}
+		nm := td.session("nm", 0)
+		nm.useRings()
+		if _, err := nm.openCompletion(); !errors.Is(err, ErrCompletionUnsupported) {
+			t.Errorf("normal class: %v, want %v", err, ErrCompletionUnsupported)
+		}
+		// Without a page, SynchronizeFences is Synchronize: no targets.
+		var ft v1.FenceTargets
+		nm.must(&v1.SynchronizeFences{}, &ft)
+		if len(ft.Targets) != 0 {
+			t.Errorf("without a page: targets %v, want none", ft.Targets)
+		}
+		t.Setenv(ClientCompletionEnv, "0")
+		hp := td.session("hp", 0)
+		hp.useRings()
+		if _, err := hp.openCompletion(); !errors.Is(err, ErrCompletionUnsupported) {
+			t.Errorf("with %s=0: %v, want %v", ClientCompletionEnv, err, ErrCompletionUnsupported)
+		}
+	})
+
+	ts := td.session("hp", 0)
+	ts.useRings()
+	view, err := ts.openCompletion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.openCompletion(); !errors.Is(err, ErrCompletionOpen) {
+		t.Errorf("second OpenCompletion: %v, want %v", err, ErrCompletionOpen)
+	}
+	k := vecaddProgram(t, ts)
+	var sc v1.StreamCreated
+	ts.must(&v1.CreateStream{}, &sc)
+	const n = 1024
+	a, b := make([]byte, 4*n), make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(a[4*i:], math.Float32bits(float32(i)))
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(2*i)))
+	}
+	buf := ts.buffer(3*4*n, 0)
+	ts.must(&v1.BufferWrite{Buffer: buf.Handle, Data: a}, nil)
+	ts.must(&v1.BufferWrite{Buffer: buf.Handle, Offset: 4 * n, Data: b}, nil)
+	words := map[uint32]bool{}
+	for round := range 20 {
+		stream := []uint64{0, sc.Handle}[round%2]
+		ts.must(&v1.Memset{Dst: v1.Ref{Buffer: buf.Handle, Offset: 8 * n}, Value: 0, ElemSize: 4, Count: n, Stream: stream}, nil)
+		ts.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1}, Stream: stream,
+			Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}, nil)
+		var ft v1.FenceTargets
+		ts.must(&v1.SynchronizeFences{Stream: stream}, &ft)
+		if len(ft.Targets) == 0 {
+			t.Fatalf("round %d: no targets: the driver waited itself", round)
+		}
+		awaitTargets(t, view, ft.Targets)
+		for _, tg := range ft.Targets {
+			words[tg.Word] = true
+		}
+		// No driver call since: what the words say is done, is.
+		var out v1.Data
+		ts.must(&v1.BufferRead{Buffer: buf.Handle, Offset: 8 * n, Length: 4 * n}, &out)
+		for i := range n {
+			if got, want := math.Float32frombits(binary.LittleEndian.Uint32(out.Data[4*i:])), float32(3*i); got != want {
+				t.Fatalf("round %d: c[%d] = %v once the words were reached, want %v", round, i, got, want)
+			}
+		}
+	}
+	// A client that does not see its words reached in time sends
+	// Synchronize: it waits for the work SynchronizeFences answered for,
+	// though the scheduler handed those streams to that call.
+	for round := range 5 {
+		ts.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1},
+			Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}, nil)
+		var ft v1.FenceTargets
+		ts.must(&v1.SynchronizeFences{}, &ft)
+		ts.must(&v1.Synchronize{}, nil)
+		for _, tg := range ft.Targets {
+			if !view.Reached(int(tg.Word), tg.Seq) {
+				t.Fatalf("round %d: Synchronize returned before word %d reached %d", round, tg.Word, tg.Seq)
+			}
+		}
+	}
+	if len(words) != 2 {
+		t.Errorf("the two streams wrote %d words, want 2", len(words))
+	}
+	if view.Faulted() {
+		t.Errorf("the fault area shows a violation after benign work")
+	}
+	// A destroyed stream's word goes back to the page.
+	cp := ts.s.completion.Load()
+	cp.mu.Lock()
+	free := len(cp.freeWords)
+	cp.mu.Unlock()
+	ts.must(&v1.Release{Handle: sc.Handle}, nil)
+	cp.mu.Lock()
+	if have := len(cp.freeWords); have != free+1 {
+		t.Errorf("after the stream's release: %d free words, want %d", have, free+1)
+	}
+	cp.mu.Unlock()
+}
+
+// TestCompletionPageIsReadOnly: the client can read its completion page
+// but neither write it nor get it writable by any route, so nothing it does
+// changes what the driver reads there.
+func TestCompletionPageIsReadOnly(t *testing.T) {
+	td := newTestDriver(t, 64<<20, Options{Sched: sched.Options{Policy: "priority"}})
+	if err := td.d.sched.SetShare("hp", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
+		t.Fatal(err)
+	}
+	ts := td.session("hp", 0)
+	ts.useRings()
+	var co v1.CompletionOpened
+	fds, err := ts.rpc.CallFDs(context.Background(), &v1.OpenCompletion{}, &co, nil)
+	if err != nil || len(fds) != 1 {
+		t.Fatalf("open completion: %v (%d descriptors)", err, len(fds))
+	}
+	fd := fds[0]
+	defer unix.Close(fd)
+	size := int(co.Bytes)
+	if m, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err == nil {
+		unix.Munmap(m)
+		t.Errorf("mapped the page writable")
+	}
+	if _, err := unix.Pwrite(fd, []byte{1}, 0); err == nil {
+		t.Errorf("wrote the page through its descriptor")
+	}
+	if err := unix.Ftruncate(fd, 0); err == nil {
+		t.Errorf("truncated the page")
+	}
+	// A fresh open of the same file is sealed just the same.
+	if fd2, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", fd), unix.O_RDWR, 0); err == nil {
+		if m, err := unix.Mmap(fd2, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err == nil {
+			unix.Munmap(m)
+			t.Errorf("mapped the page writable through /proc/self/fd")
+		}
+		unix.Close(fd2)
+	}
+	m, err := unix.Mmap(fd, 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatalf("read-only mapping: %v", err)
+	}
+	defer unix.Munmap(m)
+	if err := unix.Mprotect(m, unix.PROT_READ|unix.PROT_WRITE); err == nil {
+		t.Errorf("made the read-only mapping writable")
+	}
+	// Private copy-on-write mappings are allowed, but write only the copy.
+	if p, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE); err == nil {
+		p[0] = 0xff
+		if m[0] == 0xff {
+			t.Errorf("a private mapping's write reached the shared page")
+		}
+		unix.Munmap(p)
+	}
+}
+
+// TestCompletionPageViolation: a guarded program of a session with a page
+// keeps its fault record there. A kernel the guard catches shows in the
+// page's fault area, and the violation is reported by the synchronize: by
+// SynchronizeFences itself if the driver saw it first, else by the
+// Synchronize the client sends when it sees the fault area written.
+func TestCompletionPageViolation(t *testing.T) {
+	td := newTestDriver(t, 64<<20, Options{Sched: sched.Options{Policy: "priority"}})
+	if err := td.d.sched.SetShare("hp", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
+		t.Fatal(err)
+	}
+	ts := td.session("hp", 0)
+	ts.useRings()
+	view, err := ts.openCompletion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := vecaddProgram(t, ts)
+	buf := ts.buffer(4096, 0)
+	// c points below every window: the guard suppresses the store.
+	ts.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1},
+		Params: pack(k, buf.Addr, buf.Addr, 0x1000, 32)}, nil)
+	var ft v1.FenceTargets
+	err = ts.call(&v1.SynchronizeFences{}, &ft)
+	switch {
+	case err != nil:
+		if v1.CodeOf(err) != v1.CodeGuardViolation {
+			t.Fatalf("SynchronizeFences = %v, want GuardViolation or targets", err)
+		}
+	case len(ft.Targets) == 0:
+		t.Fatalf("no targets: the driver waited itself")
+	default:
+		awaitTargets(t, view, ft.Targets)
+		if !view.Faulted() {
+			t.Fatalf("words reached, fault area clear: the violation is not where the client looks")
+		}
+		if err := ts.call(&v1.Synchronize{}, nil); v1.CodeOf(err) != v1.CodeGuardViolation {
+			t.Fatalf("Synchronize after the fault area showed a violation = %v, want GuardViolation", err)
+		}
+	}
+	if !view.Faulted() {
+		t.Errorf("the fault area is clear after a violation")
+	}
+	if err := ts.call(&v1.SynchronizeFences{}, &ft); v1.CodeOf(err) != v1.CodeGuardViolation {
+		t.Errorf("a revoked session's SynchronizeFences = %v, want GuardViolation", err)
+	}
+}
