@@ -71,6 +71,7 @@ func Run(t *testing.T, b backend.Backend, opts Options) {
 		{"Callbacks", s.testCallbacks},
 		{"Fences", s.testFences},
 		{"LatestFence", s.testLatestFence},
+		{"FenceWord", s.testFenceWord},
 		{"StreamLifecycle", s.testStreamLifecycle},
 		{"Concurrent", s.testConcurrent},
 		{"InvalidImages", s.testInvalidImages},

@@ -13,6 +13,8 @@ import (
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/backend"
+	"github.com/gpuos/gpuos/internal/ring"
+	"syscall"
 )
 
 // Work on one stream runs in order: each step sees the one before.
@@ -412,4 +414,89 @@ func (s *suite) testLatestFence(t *testing.T) {
 	if f, ok := lf.LatestFence(); ok {
 		t.Fatalf("LatestFence on a destroyed stream = %v, true; want false", f)
 	}
+}
+
+// A stream given a word of host memory mapped for the device
+// (backend.HostMapper, backend.FenceWordSetter; optional) writes its fences'
+// numbers there, in order, and another mapping of the same pages (a
+// client's, read-only) sees the word reach a fence's number once the work
+// before the fence is done.
+func (s *suite) testFenceWord(t *testing.T) {
+	d := s.dev
+	hm, ok := d.(backend.HostMapper)
+	st := newStream(t, d)
+	ws, ok2 := st.(backend.FenceWordSetter)
+	fr, ok3 := st.(backend.Fencer)
+	if !ok || !ok2 || !ok3 {
+		t.Skip("the backend cannot write fences into host memory the caller maps")
+	}
+	if err := ws.SetFenceWord(nil, 0); !errors.Is(err, backend.ErrInvalidArgument) {
+		t.Errorf("SetFenceWord(nil, 0) = %v, want ErrInvalidArgument", err)
+	}
+	shm, err := ring.CreateReadOnlyShared("backendtest", ring.CompletionBytes)
+	if errors.Is(err, ring.ErrUnsupported) {
+		t.Skip(err)
+	}
+	must(t, err)
+	defer shm.Close()
+	page := func(mem []byte) *ring.Completion {
+		c, err := ring.NewCompletion(mem, ring.CompletionWords, ring.CompletionWordStride, ring.CompletionFaultsOffset, ring.CompletionFaultsBytes)
+		must(t, err)
+		return c
+	}
+	view := page(shm.Bytes())
+	dptr, err := hm.MapHost(shm.Bytes())
+	must(t, err)
+	defer func() { must(t, hm.UnmapHost(shm.Bytes())) }()
+	fd, err := syscall.Dup(shm.FD())
+	must(t, err)
+	ro, err := ring.OpenReadOnly(fd, ring.CompletionBytes)
+	must(t, err)
+	defer ro.Close()
+	client := page(ro.Bytes())
+
+	const i = 3
+	must(t, ws.SetFenceWord(view.Word(i), dptr+backend.DevicePtr(view.Offset(i))))
+	const n = 16 << 20
+	a, b := alloc(t, d, n), alloc(t, d, n)
+	out := allocHost(t, d, 4096)
+	var last uint32
+	for round := uint32(1); round <= 3; round++ {
+		must(t, st.Memset(a, 0x7a0000+round, 4, n/4))
+		must(t, st.CopyDtoD(b, a, n))
+		must(t, st.CopyDtoH(out.Bytes(), b))
+		f, err := fr.Fence()
+		must(t, err)
+		wf, ok := f.(backend.WordFence)
+		if !ok {
+			t.Fatalf("a fence after SetFenceWord is a %T, not a WordFence", f)
+		}
+		w, seq := wf.Word()
+		if w != view.Word(i) {
+			t.Fatalf("round %d: the fence writes another word", round)
+		}
+		if round > 1 && seq != last+1 {
+			t.Fatalf("round %d: fence number %d after %d", round, seq, last)
+		}
+		last = seq
+		deadline := time.Now().Add(10 * time.Second)
+		for !client.Reached(i, seq) {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the word never reached %d in the client's mapping (it holds %d)", round, seq, client.Word(i).Load())
+			}
+			runtime.Gosched()
+		}
+		if got := binary.LittleEndian.Uint32(out.Bytes()); got != 0x7a0000+round {
+			t.Fatalf("round %d: once the word was reached the copy's result is %#x, want %#x", round, got, 0x7a0000+round)
+		}
+		if !f.Reached() {
+			t.Fatalf("round %d: the word was reached but the fence says not", round)
+		}
+	}
+	for j := range ring.CompletionWords {
+		if j != i && client.Word(j).Load() != 0 {
+			t.Fatalf("word %d was written, only %d should be", j, i)
+		}
+	}
+	must(t, st.Synchronize())
 }
