@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"runtime"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/gpuos/gpuos/client"
+	"github.com/gpuos/gpuos/internal/config"
 	"github.com/gpuos/gpuos/internal/testenv"
 )
 
@@ -167,6 +171,64 @@ func BenchmarkStagingChunk(b *testing.B) {
 	for _, chunk := range []int{256 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20} {
 		b.Run(fmt.Sprintf("%dKiB", chunk>>10), func(b *testing.B) {
 			bulkBench(b, client.Options{Transport: client.TransportRing, HotPath: client.HotPath{StagingChunk: chunk, Staging: 64 << 20}}, true, false)
+		})
+	}
+}
+
+// BenchmarkServiceSync: a high-class service's launch and synchronize,
+// alternating each round between a session that waits on its completion
+// page ($GPUOS_SYNC_CLIENT=1) and one that waits in the driver, so both see
+// the same machine; quiet, then with a busy process on every CPU (the
+// threads each wait needs must then win a CPU back). It reports each
+// wait's median and 99th percentile in µs. On the software GPU: what the
+// paths cost on this machine's CPUs, not what they cost beside a GPU.
+func BenchmarkServiceSync(b *testing.B) {
+	cfg, err := config.Parse([]byte("tenants:\n  - {name: svc, uids: [self], memory: 64MiB, priority: high}\n"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := testenv.Start(b, testenv.Options{Config: cfg})
+	driver := benchSetup(b, env, client.Options{Tenant: "svc"})
+	b.Setenv(client.ClientCompletionEnv, "1")
+	page := benchSetup(b, env, client.Options{Tenant: "svc"})
+	if !page.s.ClientCompletion() || driver.s.ClientCompletion() {
+		b.Skip("no completion page here (no rings?)")
+	}
+	for _, load := range []string{"quiet", "busy"} {
+		b.Run(load, func(b *testing.B) {
+			if load == "busy" {
+				for range runtime.NumCPU() {
+					cmd := exec.Command("sh", "-c", "while :; do :; done")
+					if err := cmd.Start(); err != nil {
+						b.Skip(err)
+					}
+					b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+				}
+			}
+			c := context.Background()
+			lat := [2][]time.Duration{}
+			b.ResetTimer()
+			for i := range b.N {
+				bs := []benchSession{page, driver}[i%2]
+				start := time.Now()
+				if err := bs.s.LaunchRaw(bs.empty, one, nil); err != nil {
+					b.Fatal(err)
+				}
+				if err := bs.s.Synchronize(c); err != nil {
+					b.Fatal(err)
+				}
+				lat[i%2] = append(lat[i%2], time.Since(start))
+			}
+			b.StopTimer()
+			for j, name := range []string{"page", "driver"} {
+				l := lat[j]
+				if len(l) == 0 {
+					continue
+				}
+				slices.Sort(l)
+				b.ReportMetric(float64(l[len(l)/2].Nanoseconds())/1e3, name+"-p50-µs")
+				b.ReportMetric(float64(l[len(l)*99/100].Nanoseconds())/1e3, name+"-p99-µs")
+			}
 		})
 	}
 }

@@ -17,7 +17,12 @@ import (
 // recorded, or words not reached in the time the driver advises, send the
 // synchronize to the driver instead, which waits and reports what failed.
 
-// ClientCompletionEnv, set to "0", keeps every synchronize in the driver.
+// ClientCompletionEnv, set to "1", has a high-class session wait for its
+// work on a completion page. It is off by default until the GPU A/B
+// (bench/sched/completion.sh) shows the page path lowers the service's
+// tail: on the software GPU on two CPUs the watching client competes with
+// the simulated device for the CPUs and was slower (bench/RESULTS.md,
+// session 16).
 const ClientCompletionEnv = "GPUOS_SYNC_CLIENT"
 
 // completionPoll is the default of how long a synchronize watches its words
@@ -40,8 +45,8 @@ type completion struct {
 // session is not of the high class, or the device cannot share the page)
 // leaves synchronizes to the driver.
 func (s *Session) openCompletion(ctx context.Context) (*completion, error) {
-	if os.Getenv(ClientCompletionEnv) == "0" {
-		return nil, v1.Errorf(v1.CodeUnsupported, "$%s=0", ClientCompletionEnv)
+	if os.Getenv(ClientCompletionEnv) != "1" {
+		return nil, v1.Errorf(v1.CodeUnsupported, "$%s is not 1", ClientCompletionEnv)
 	}
 	var co v1.CompletionOpened
 	fds, err := s.rpc.CallFDs(ctx, &v1.OpenCompletion{}, &co, nil)
@@ -131,6 +136,6 @@ func (s *Session) completionPage() *completion {
 
 // ClientCompletion reports whether the session's synchronizes wait for its
 // work on a completion page, watched by this process, rather than in the
-// driver: true for a high-class session on rings whose device can share
-// one.
+// driver: true for a high-class session on rings, with
+// $GPUOS_SYNC_CLIENT=1, whose device can share one.
 func (s *Session) ClientCompletion() bool { return s.completionPage() != nil }

@@ -28,5 +28,14 @@
 // ring and staging sizes, the pipelining chunk, the inline copy limit), each
 // also settable from the environment.
 //
+// A latency-critical (high-class) session on rings may, with
+// $GPUOS_SYNC_CLIENT=1, wait for its work on a completion page: words the
+// device writes into memory the driver shares read-only with this process
+// (Session.ClientCompletion). A synchronize then asks the driver only where
+// to look and watches the words itself, so that no driver thread has to run
+// between the kernel's end and the synchronize's return; a violation the
+// guard recorded, or work not done within the driver's fence poll, sends it
+// to the driver, which waits and reports as before.
+//
 // A Client and its Sessions are safe for concurrent use.
 package client

@@ -52,6 +52,19 @@
 // timestamp (fenceLaunch). All of these are decided when the stream or ring
 // is made.
 //
+// Completion on the client's side (completion.go): a high-class session on
+// rings may ask for a completion page (v1.OpenCompletion), shared memory the
+// driver maps for the device and seals so the client can only read it. Its
+// streams write their fences into words of the page
+// (backend.FenceWordSetter) and its guarded programs keep their fault
+// records there; SynchronizeFences is answered, once the work is issued,
+// with the words and numbers to wait for, and the client watches them
+// itself, asking the driver (Synchronize) only if a fault record was written
+// or the words are not reached within the fence poll. What the page does
+// not cover, the driver waits for itself. The client asks only with
+// $GPUOS_SYNC_CLIENT=1 (off until measured on a GPU); the driver refuses
+// with $GPUOS_SYNC_CLIENT=0.
+//
 // Environment, for measuring on a GPU (all optional; the defaults are what
 // the benchmarks on the lent H100 chose): $GPUOS_LAUNCH_JOIN (1 to 8) fixes
 // how many small launches a scheduler command carries; $GPUOS_RING_SPIN how

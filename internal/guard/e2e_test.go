@@ -122,6 +122,8 @@ func TestDaemonAttacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	vecaddCheck(t, ctx, victim)
+	// The service waits on its completion page.
+	t.Setenv(client.ClientCompletionEnv, "1")
 	for _, attacker := range []string{"attacker", "service"} {
 		for _, a := range attackFiles(t) {
 			t.Run(attacker+"/"+a.name, func(t *testing.T) {

@@ -39,7 +39,10 @@ import (
 // the kernel's start and end on the GPU, S the launch handed to the
 // scheduler (R->S, S->I0 split R->I0; logs without it leave them blank), SR/SI synchronize received / its
 // commands issued, SS streams synchronized, C the client's synchronize
-// returned.
+// returned. A client that waits on its completion page
+// ($GPUOS_SYNC_CLIENT=1) has SS the driver's answer with the words to
+// watch, usually before the kernel ends: GE->SS is then negative, and
+// SS->C holds the client's own wait.
 var stageNames = []string{"total", "L->R", "R->I0", "R->S", "S->I0", "I0->I1", "I0->GS", "GS->GE", "GE->SS", "SS->C", "R->SR", "SR->SI", "max(I1,SI)->SS"}
 
 // pathStages are the stages that make up total, one after the other (the
