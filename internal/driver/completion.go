@@ -201,7 +201,7 @@ func (cp *completionPage) forget(st backend.Stream, idle bool) {
 	}
 }
 
-// covered reports whether every guarded program of the session keeps its
+// faultsInPage reports whether every guarded program of the session keeps its
 // fault record in the page, where the client sees it.
 func (s *Session) faultsInPage(cp *completionPage) bool {
 	s.guard.mu.Lock()
@@ -250,6 +250,15 @@ func (s *Session) synchronizeFences(ctx context.Context, m *v1.SynchronizeFences
 	if m.Stream != 0 && !slices.Contains(streams, so.st) {
 		streams = append(streams, so.st)
 	}
+	// Kept for the next synchronize in the driver, this call's own
+	// included if the page cannot cover them.
+	cp.mu.Lock()
+	for _, bs := range streams {
+		if !slices.Contains(cp.unsynced, bs) {
+			cp.unsynced = append(cp.unsynced, bs)
+		}
+	}
+	cp.mu.Unlock()
 	targets := make([]v1.FenceTarget, 0, len(streams))
 	for _, bs := range streams {
 		t, ok := cp.target(bs)
@@ -258,13 +267,6 @@ func (s *Session) synchronizeFences(ctx context.Context, m *v1.SynchronizeFences
 		}
 		targets = append(targets, t)
 	}
-	cp.mu.Lock()
-	for _, bs := range streams {
-		if !slices.Contains(cp.unsynced, bs) {
-			cp.unsynced = append(cp.unsynced, bs)
-		}
-	}
-	cp.mu.Unlock()
 	// What failed so far is reported now, as Synchronize would.
 	if err := s.takeDeferred(); err != nil {
 		return nil, err

@@ -281,3 +281,68 @@ func TestCompletionPageViolation(t *testing.T) {
 		t.Errorf("a revoked session's SynchronizeFences = %v, want GuardViolation", err)
 	}
 }
+
+// TestCompletionPageFull: a session has a word for 64 streams; a
+// synchronize that needs a 65th is one the driver waits for itself (no
+// targets), and it waits for all the session's work.
+func TestCompletionPageFull(t *testing.T) {
+	td := newTestDriver(t, 256<<20, Options{Sched: sched.Options{Policy: "priority"}})
+	if err := td.d.sched.SetShare("hp", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
+		t.Fatal(err)
+	}
+	ts := td.session("hp", 0)
+	ts.useRings()
+	view, err := ts.openCompletion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := vecaddProgram(t, ts)
+	const n = 1 << 20 // long enough on the sim that the synchronize has to wait
+	buf := ts.buffer(3*4*n, 0)
+	one := make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(one[4*i:], math.Float32bits(1))
+	}
+	ts.must(&v1.BufferWrite{Buffer: buf.Handle, Data: one}, nil)
+	ts.must(&v1.BufferWrite{Buffer: buf.Handle, Offset: 4 * n, Data: one}, nil)
+	var streams []uint64
+	for i := range view.Words() + 1 {
+		var sc v1.StreamCreated
+		ts.must(&v1.CreateStream{}, &sc)
+		streams = append(streams, sc.Handle)
+		if i < view.Words() {
+			var ft v1.FenceTargets
+			ts.must(&v1.SynchronizeFences{Stream: sc.Handle}, &ft)
+			if len(ft.Targets) != 1 {
+				t.Fatalf("stream %d: targets %v, want its word", i, ft.Targets)
+			}
+		}
+	}
+	var ft v1.FenceTargets
+	for round, st := range []uint64{streams[len(streams)-1], streams[len(streams)-1]} {
+		ts.must(&v1.Memset{Dst: v1.Ref{Buffer: buf.Handle, Offset: 8 * n}, Value: 0, ElemSize: 4, Count: n, Stream: st}, nil)
+		ts.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1}, Stream: st,
+			Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}, nil)
+		// Session-wide (round 0) and naming the stream (round 1).
+		ts.must(&v1.SynchronizeFences{Stream: []uint64{0, st}[round]}, &ft)
+		if len(ft.Targets) != 0 {
+			t.Fatalf("round %d: targets %v with every word taken", round, ft.Targets)
+		}
+		so, err := ts.s.streamOf(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done, err := so.st.Query(); !done || err != nil {
+			t.Fatalf("round %d: the stream's work is not done after the driver's synchronize (%v, %v)", round, done, err)
+		}
+		// Read on the session's own stream: only the synchronize ordered it
+		// after the kernel.
+		var out v1.Data
+		ts.must(&v1.BufferRead{Buffer: buf.Handle, Offset: 8 * n, Length: 4 * n}, &out)
+		for i := range n {
+			if got := math.Float32frombits(binary.LittleEndian.Uint32(out.Data[4*i:])); got != 2 {
+				t.Fatalf("round %d: c[%d] = %v after the driver's synchronize, want 2", round, i, got)
+			}
+		}
+	}
+}
