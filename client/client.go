@@ -147,13 +147,11 @@ func (c *Client) OpenSession(ctx context.Context, opts SessionOptions) (*Session
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}
-	if len(fds) != 1 {
-		for _, fd := range fds {
-			closeFD(fd)
-		}
-		return nil, v1.Errorf(v1.CodeMalformed, "open session: reply carried %d descriptors, want 1", len(fds))
+	fd, err := oneFD(fds, "open session")
+	if err != nil {
+		return nil, err
 	}
-	conn, err := wire.FromFD(fds[0])
+	conn, err := wire.FromFD(fd)
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}

@@ -36,7 +36,6 @@ const completionSpin = 100 * time.Microsecond
 
 // completion is a session's completion page.
 type completion struct {
-	shm  *ring.Shm
 	view *ring.Completion
 	poll time.Duration
 }
@@ -53,17 +52,15 @@ func (s *Session) openCompletion(ctx context.Context) (*completion, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open completion: %w", err)
 	}
-	if len(fds) != 1 {
-		for _, fd := range fds {
-			closeFD(fd)
-		}
-		return nil, v1.Errorf(v1.CodeMalformed, "open completion: reply carried %d descriptors", len(fds))
+	fd, err := oneFD(fds, "open completion")
+	if err != nil {
+		return nil, err
 	}
 	if co.Bytes == 0 || co.Bytes > 1<<20 {
-		closeFD(fds[0])
+		closeFD(fd)
 		return nil, v1.Errorf(v1.CodeMalformed, "open completion: a page of %d bytes", co.Bytes)
 	}
-	shm, err := ring.OpenReadOnly(fds[0], int(co.Bytes))
+	shm, err := ring.OpenReadOnly(fd, int(co.Bytes))
 	if err != nil {
 		return nil, fmt.Errorf("open completion: %w", err)
 	}
@@ -76,7 +73,7 @@ func (s *Session) openCompletion(ctx context.Context) (*completion, error) {
 	if co.SpinNs > 0 && co.SpinNs <= uint64(time.Second) {
 		poll = time.Duration(co.SpinNs)
 	}
-	c := &completion{shm: shm, view: view, poll: poll}
+	c := &completion{view: view, poll: poll}
 	go func() { // the page stays mapped until the connection ends
 		<-s.rpc.Done()
 		shm.Close()

@@ -136,8 +136,7 @@ type hotSession struct {
 
 	// completion is the page a high-class session waits for its work on
 	// (completion.go); set once, when the rings open.
-	completion    *completion
-	completionErr error // why not
+	completion *completion
 }
 
 // startHotPath moves a new session onto rings unless told not to. Only a bad
@@ -166,7 +165,9 @@ func (s *Session) startHotPath(ctx context.Context, o Options) error {
 	s.hot.ringErr = s.openRings(ctx, h)
 	s.hot.rings = s.hot.ringErr == nil
 	if s.hot.rings {
-		s.hot.completion, s.hot.completionErr = s.openCompletion(ctx)
+		// Unsupported (not of the high class, or not asked for) leaves
+		// synchronizes to the driver.
+		s.hot.completion, _ = s.openCompletion(ctx)
 	}
 	return nil
 }
@@ -181,14 +182,12 @@ func (s *Session) openRings(ctx context.Context, h HotPath) error {
 	if err != nil {
 		return fmt.Errorf("open rings: %w", err)
 	}
-	if len(fds) != 1 {
-		for _, fd := range fds {
-			closeFD(fd)
-		}
-		return v1.Errorf(v1.CodeMalformed, "open rings: reply carried %d descriptors", len(fds))
+	fd, err := oneFD(fds, "open rings")
+	if err != nil {
+		return err
 	}
 	sq, cq := int(ro.SubmitBytes), int(ro.CompleteBytes)
-	shm, err := ring.Open(fds[0], wire.RingBytes(sq, cq), true)
+	shm, err := ring.Open(fd, wire.RingBytes(sq, cq), true)
 	if err != nil {
 		return fmt.Errorf("open rings: %w", err)
 	}
@@ -239,18 +238,16 @@ func (s *Session) openStaging(ctx context.Context, h HotPath) (*stager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open staging: %w", err)
 	}
-	if len(fds) != 1 {
-		for _, fd := range fds {
-			closeFD(fd)
-		}
-		return nil, v1.Errorf(v1.CodeMalformed, "open staging: reply carried %d descriptors", len(fds))
+	fd, err := oneFD(fds, "open staging")
+	if err != nil {
+		return nil, err
 	}
 	slots, slot := int(so.Slots), int(min(so.SlotBytes, ring.MaxSlotSize))
 	if slots < 1 || slots > ring.MaxSlots {
-		closeFD(fds[0])
+		closeFD(fd)
 		return nil, v1.Errorf(v1.CodeMalformed, "open staging: %d slots", slots)
 	}
-	shm, err := ring.Open(fds[0], ring.StagingBytes(slots, slot), false)
+	shm, err := ring.Open(fd, ring.StagingBytes(slots, slot), false)
 	if err != nil {
 		return nil, fmt.Errorf("open staging: %w", err)
 	}

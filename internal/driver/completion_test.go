@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -55,17 +53,17 @@ func awaitTargets(t *testing.T, view *ring.Completion, targets []v1.FenceTarget)
 	}
 }
 
-func vecaddProgram(t *testing.T, ts *testSession) v1.KernelInfo {
+// highClass returns a driver with tenant hp of the high class, and a
+// session of it on rings.
+func highClass(t *testing.T, simMem uint64) (*testDriver, *testSession) {
 	t.Helper()
-	image, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kernels", "vecadd.ptx"))
-	if err != nil {
+	td := newTestDriver(t, simMem, Options{Sched: sched.Options{Policy: "priority"}})
+	if err := td.d.sched.SetShare("hp", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
 		t.Fatal(err)
 	}
-	var p v1.ProgramLoaded
-	ts.must(&v1.LoadProgram{Image: image, Name: "vecadd.ptx"}, &p)
-	var k v1.KernelInfo
-	ts.must(&v1.GetKernel{Program: p.Handle, Name: "vecadd"}, &k)
-	return k
+	ts := td.session("hp", 0)
+	ts.useRings()
+	return td, ts
 }
 
 // TestCompletionPage: a high-class session on rings gets a completion page;
@@ -73,11 +71,9 @@ func vecaddProgram(t *testing.T, ts *testSession) v1.KernelInfo {
 // work is done, on the session's stream and on one it creates, and the
 // results are there when they are reached. Every other session is refused.
 func TestCompletionPage(t *testing.T) {
-	td := newTestDriver(t, 256<<20, Options{Sched: sched.Options{Policy: "priority"}})
-	for name, class := range map[string]sched.Class{"hp": sched.ClassHigh, "nm": sched.ClassNormal} {
-		if err := td.d.sched.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
-			t.Fatal(err)
-		}
+	td, ts := highClass(t, 256<<20)
+	if err := td.d.sched.SetShare("nm", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassNormal, ClassSet: true}); err != nil {
+		t.Fatal(err)
 	}
 	t.Run("refused", func(t *testing.T) {
 		if _, err := td.session("hp", 0).openCompletion(); !errors.Is(err, ErrCompletionUnsupported) {
@@ -102,8 +98,6 @@ func TestCompletionPage(t *testing.T) {
 		}
 	})
 
-	ts := td.session("hp", 0)
-	ts.useRings()
 	view, err := ts.openCompletion()
 	if err != nil {
 		t.Fatal(err)
@@ -111,18 +105,11 @@ func TestCompletionPage(t *testing.T) {
 	if _, err := ts.openCompletion(); !errors.Is(err, ErrCompletionOpen) {
 		t.Errorf("second OpenCompletion: %v, want %v", err, ErrCompletionOpen)
 	}
-	k := vecaddProgram(t, ts)
+	k := ts.loadKernel("vecadd.ptx", "vecadd")
 	var sc v1.StreamCreated
 	ts.must(&v1.CreateStream{}, &sc)
 	const n = 1024
-	a, b := make([]byte, 4*n), make([]byte, 4*n)
-	for i := range n {
-		binary.LittleEndian.PutUint32(a[4*i:], math.Float32bits(float32(i)))
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(2*i)))
-	}
-	buf := ts.buffer(3*4*n, 0)
-	ts.must(&v1.BufferWrite{Buffer: buf.Handle, Data: a}, nil)
-	ts.must(&v1.BufferWrite{Buffer: buf.Handle, Offset: 4 * n, Data: b}, nil)
+	buf := ts.vecaddBuffer(n, func(i int) float32 { return float32(i) }, func(i int) float32 { return float32(2 * i) })
 	words := map[uint32]bool{}
 	for round := range 20 {
 		stream := []uint64{0, sc.Handle}[round%2]
@@ -185,12 +172,7 @@ func TestCompletionPage(t *testing.T) {
 // but neither write it nor get it writable by any route, so nothing it does
 // changes what the driver reads there.
 func TestCompletionPageIsReadOnly(t *testing.T) {
-	td := newTestDriver(t, 64<<20, Options{Sched: sched.Options{Policy: "priority"}})
-	if err := td.d.sched.SetShare("hp", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
-		t.Fatal(err)
-	}
-	ts := td.session("hp", 0)
-	ts.useRings()
+	_, ts := highClass(t, 64<<20)
 	var co v1.CompletionOpened
 	fds, err := ts.rpc.CallFDs(context.Background(), &v1.OpenCompletion{}, &co, nil)
 	if err != nil || len(fds) != 1 {
@@ -241,17 +223,12 @@ func TestCompletionPageIsReadOnly(t *testing.T) {
 // SynchronizeFences itself if the driver saw it first, else by the
 // Synchronize the client sends when it sees the fault area written.
 func TestCompletionPageViolation(t *testing.T) {
-	td := newTestDriver(t, 64<<20, Options{Sched: sched.Options{Policy: "priority"}})
-	if err := td.d.sched.SetShare("hp", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
-		t.Fatal(err)
-	}
-	ts := td.session("hp", 0)
-	ts.useRings()
+	_, ts := highClass(t, 64<<20)
 	view, err := ts.openCompletion()
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := vecaddProgram(t, ts)
+	k := ts.loadKernel("vecadd.ptx", "vecadd")
 	buf := ts.buffer(4096, 0)
 	// c points below every window: the guard suppresses the store.
 	ts.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1},
@@ -286,25 +263,15 @@ func TestCompletionPageViolation(t *testing.T) {
 // synchronize that needs a 65th is one the driver waits for itself (no
 // targets), and it waits for all the session's work.
 func TestCompletionPageFull(t *testing.T) {
-	td := newTestDriver(t, 256<<20, Options{Sched: sched.Options{Policy: "priority"}})
-	if err := td.d.sched.SetShare("hp", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
-		t.Fatal(err)
-	}
-	ts := td.session("hp", 0)
-	ts.useRings()
+	_, ts := highClass(t, 256<<20)
 	view, err := ts.openCompletion()
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := vecaddProgram(t, ts)
+	k := ts.loadKernel("vecadd.ptx", "vecadd")
 	const n = 1 << 20 // long enough on the sim that the synchronize has to wait
-	buf := ts.buffer(3*4*n, 0)
-	one := make([]byte, 4*n)
-	for i := range n {
-		binary.LittleEndian.PutUint32(one[4*i:], math.Float32bits(1))
-	}
-	ts.must(&v1.BufferWrite{Buffer: buf.Handle, Data: one}, nil)
-	ts.must(&v1.BufferWrite{Buffer: buf.Handle, Offset: 4 * n, Data: one}, nil)
+	one := func(int) float32 { return 1 }
+	buf := ts.vecaddBuffer(n, one, one)
 	var streams []uint64
 	for i := range view.Words() + 1 {
 		var sc v1.StreamCreated

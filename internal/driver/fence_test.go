@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,10 +31,6 @@ func TestHighClassSyncPollsFences(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	image, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kernels", "vecadd.ptx"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// work runs vecadd in a session with rings, on the session's stream and
 	// on one it creates, and returns how many fences its synchronizing calls
 	// enqueued meanwhile, and how many completion events its serving
@@ -47,21 +41,11 @@ func TestHighClassSyncPollsFences(t *testing.T) {
 		ts := td.session(tenant, 0)
 		ts.useRings()
 		before := td.watch.fences.Load()
-		var p v1.ProgramLoaded
-		ts.must(&v1.LoadProgram{Image: image, Name: "vecadd.ptx"}, &p)
-		var k v1.KernelInfo
-		ts.must(&v1.GetKernel{Program: p.Handle, Name: "vecadd"}, &k)
+		k := ts.loadKernel("vecadd.ptx", "vecadd")
 		var sc v1.StreamCreated
 		ts.must(&v1.CreateStream{}, &sc)
 		const n = 1024
-		a, b := make([]byte, 4*n), make([]byte, 4*n)
-		for i := range n {
-			binary.LittleEndian.PutUint32(a[4*i:], math.Float32bits(float32(i)))
-			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(2*i)))
-		}
-		buf := ts.buffer(3*4*n, 0)
-		ts.must(&v1.BufferWrite{Buffer: buf.Handle, Data: a}, nil)
-		ts.must(&v1.BufferWrite{Buffer: buf.Handle, Offset: 4 * n, Data: b}, nil)
+		buf := ts.vecaddBuffer(n, func(i int) float32 { return float32(i) }, func(i int) float32 { return float32(2 * i) })
 		for round, stream := range []uint64{0, sc.Handle} {
 			ts.must(&v1.Memset{Dst: v1.Ref{Buffer: buf.Handle, Offset: 8 * n}, Value: 0, ElemSize: 4, Count: n, Stream: stream}, nil)
 			ts.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1}, Stream: stream,
@@ -226,10 +210,6 @@ func TestPrefence(t *testing.T) {
 	if err := td.d.sched.SetShare("hp", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
 		t.Fatal(err)
 	}
-	image, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kernels", "vecadd.ptx"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	env := prefenceOn.Swap(true) // $GPUOS_SYNC_PREFENCE, read once per process
 	defer prefenceOn.Store(env)
 	// Prefence alone: the launch's own fence (TestLaunchFence) would be the
@@ -237,18 +217,10 @@ func TestPrefence(t *testing.T) {
 	defer launchFenceOn.Store(launchFenceOn.Swap(false))
 	ts := td.session("hp", 0)
 	ts.useRings()
-	var p v1.ProgramLoaded
-	ts.must(&v1.LoadProgram{Image: image, Name: "vecadd.ptx"}, &p)
-	var k v1.KernelInfo
-	ts.must(&v1.GetKernel{Program: p.Handle, Name: "vecadd"}, &k)
+	k := ts.loadKernel("vecadd.ptx", "vecadd")
 	const n = 1024
-	a := make([]byte, 4*n)
-	for i := range n {
-		binary.LittleEndian.PutUint32(a[4*i:], math.Float32bits(float32(i)))
-	}
-	buf := ts.buffer(3*4*n, 0)
-	ts.must(&v1.BufferWrite{Buffer: buf.Handle, Data: a}, nil)
-	ts.must(&v1.BufferWrite{Buffer: buf.Handle, Offset: 4 * n, Data: a}, nil)
+	index := func(i int) float32 { return float32(i) }
+	buf := ts.vecaddBuffer(n, index, index)
 	launch := &v1.Launch{Kernel: k.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1},
 		Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}
 	// check reads c = a + a back after the synchronize.

@@ -1,8 +1,6 @@
 package driver
 
 import (
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -23,14 +21,7 @@ func TestFloodIsBackpressured(t *testing.T) {
 	}
 	td := newTestDriver(t, 256<<20, Options{Limits: config.SessionLimits{QueueDepth: 1024}})
 	ts := td.session("flood", 0)
-	image, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kernels", "bench.ptx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p v1.ProgramLoaded
-	ts.must(&v1.LoadProgram{Image: image, Name: "bench.ptx"}, &p)
-	var k v1.KernelInfo
-	ts.must(&v1.GetKernel{Program: p.Handle, Name: "empty"}, &k)
+	k := ts.emptyKernel()
 
 	runtime.GC()
 	var ms runtime.MemStats

@@ -2,7 +2,9 @@ package driver
 
 import (
 	"context"
+	"encoding/binary"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -127,15 +129,36 @@ func benchBackend(tb testing.TB, mode string) backend.Backend {
 // emptyKernel loads bench.ptx's empty kernel (guarded, as a guarded tenant's).
 func (ts *testSession) emptyKernel() v1.KernelInfo {
 	ts.t.Helper()
-	image, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kernels", "bench.ptx"))
+	return ts.loadKernel("bench.ptx", "empty")
+}
+
+// loadKernel loads testdata/kernels/file and looks up a kernel of it.
+func (ts *testSession) loadKernel(file, name string) v1.KernelInfo {
+	ts.t.Helper()
+	image, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kernels", file))
 	if err != nil {
 		ts.t.Fatal(err)
 	}
 	var p v1.ProgramLoaded
-	ts.must(&v1.LoadProgram{Image: image, Name: "bench.ptx"}, &p)
+	ts.must(&v1.LoadProgram{Image: image, Name: file}, &p)
 	var k v1.KernelInfo
-	ts.must(&v1.GetKernel{Program: p.Handle, Name: "empty"}, &k)
+	ts.must(&v1.GetKernel{Program: p.Handle, Name: name}, &k)
 	return k
+}
+
+// vecaddBuffer makes a buffer for vecadd of n elements: a, then b, as a and
+// b give them, then n elements for c.
+func (ts *testSession) vecaddBuffer(n int, a, b func(i int) float32) v1.BufferCreated {
+	ts.t.Helper()
+	av, bv := make([]byte, 4*n), make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(av[4*i:], math.Float32bits(a(i)))
+		binary.LittleEndian.PutUint32(bv[4*i:], math.Float32bits(b(i)))
+	}
+	buf := ts.buffer(uint64(12*n), 0)
+	ts.must(&v1.BufferWrite{Buffer: buf.Handle, Data: av}, nil)
+	ts.must(&v1.BufferWrite{Buffer: buf.Handle, Offset: uint64(4 * n), Data: bv}, nil)
+	return buf
 }
 
 // useRings moves the session's requests onto shared-memory rings, as the

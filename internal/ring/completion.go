@@ -59,16 +59,6 @@ func (c *Completion) Word(i int) *atomic.Uint32 {
 	return word32(c.mem, i*c.stride)
 }
 
-// Index returns which of the page's words w is, or -1.
-func (c *Completion) Index(w *atomic.Uint32) int {
-	for i := range c.words {
-		if word32(c.mem, i*c.stride) == w {
-			return i
-		}
-	}
-	return -1
-}
-
 // Offset returns word i's offset in the page.
 func (c *Completion) Offset(i int) int { return i * c.stride }
 

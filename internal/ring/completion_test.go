@@ -46,9 +46,6 @@ func TestCompletionReached(t *testing.T) {
 			t.Errorf("word %d exists or is reached", i)
 		}
 	}
-	if i := c.Index(c.Word(9)); i != 9 {
-		t.Errorf("Index(Word(9)) = %d", i)
-	}
 	if c.Offset(9) != 9*CompletionWordStride {
 		t.Errorf("Offset(9) = %d", c.Offset(9))
 	}

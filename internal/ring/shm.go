@@ -22,28 +22,7 @@ type Shm struct {
 // path takes no page faults; use it for small objects. ErrUnsupported if the
 // kernel has no memfd.
 func Create(name string, size int, populate bool) (*Shm, error) {
-	if size <= 0 || size > maxShm {
-		return nil, fmt.Errorf("create shared memory of %d bytes: %w", size, ErrLayout)
-	}
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
-	if err != nil {
-		return nil, fmt.Errorf("%w: memfd_create: %v", ErrUnsupported, err)
-	}
-	fail := func(what string, err error) (*Shm, error) {
-		unix.Close(fd)
-		return nil, fmt.Errorf("create shared memory: %s: %w", what, err)
-	}
-	if err := unix.Ftruncate(fd, int64(size)); err != nil {
-		return fail("ftruncate", err)
-	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL); err != nil {
-		return fail("seal", err)
-	}
-	mem, err := mmap(fd, size, populate)
-	if err != nil {
-		return fail("mmap", err)
-	}
-	return &Shm{fd: fd, mem: mem}, nil
+	return create(name, size, populate, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL)
 }
 
 // CreateReadOnlyShared is Create for memory only this process writes: it is
@@ -52,6 +31,12 @@ func Create(name string, size int, populate bool) (*Shm, error) {
 // read-only (OpenReadOnly) and cannot write it through the descriptor.
 // ErrUnsupported if the kernel cannot seal that way (before Linux 5.1).
 func CreateReadOnlyShared(name string, size int) (*Shm, error) {
+	return create(name, size, true, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_FUTURE_WRITE|unix.F_SEAL_SEAL)
+}
+
+// create makes the memfd, maps it read-write, then adds seals: after the
+// mapping, which F_SEAL_FUTURE_WRITE would refuse.
+func create(name string, size int, populate bool, seals int) (*Shm, error) {
 	if size <= 0 || size > maxShm {
 		return nil, fmt.Errorf("create shared memory of %d bytes: %w", size, ErrLayout)
 	}
@@ -66,44 +51,16 @@ func CreateReadOnlyShared(name string, size int) (*Shm, error) {
 	if err := unix.Ftruncate(fd, int64(size)); err != nil {
 		return fail("ftruncate", err)
 	}
-	mem, err := mmap(fd, size, true)
+	mem, err := mmap(fd, size, unix.PROT_READ|unix.PROT_WRITE, populate)
 	if err != nil {
 		return fail("mmap", err)
 	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_FUTURE_WRITE|unix.F_SEAL_SEAL); err != nil {
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals); err != nil {
 		unix.Munmap(mem)
-		return fail("seal", fmt.Errorf("%w: %v", ErrUnsupported, err))
-	}
-	return &Shm{fd: fd, mem: mem}, nil
-}
-
-// OpenReadOnly maps, read-only, shared memory a peer made with
-// CreateReadOnlyShared: fd must be a memfd of exactly size bytes sealed
-// against shrinking and against writes (else ErrNotSealed). It owns fd from
-// now on, and closes it on error.
-func OpenReadOnly(fd int, size int) (*Shm, error) {
-	fail := func(err error) (*Shm, error) {
-		unix.Close(fd)
-		return nil, fmt.Errorf("open shared memory: %w", err)
-	}
-	if size <= 0 || size > maxShm {
-		return fail(fmt.Errorf("%w: %d bytes", ErrLayout, size))
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return fail(err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != int64(size) {
-		return fail(fmt.Errorf("%w: descriptor is %d bytes (mode %#o), want %d", ErrLayout, st.Size, st.Mode, size))
-	}
-	const want = unix.F_SEAL_SHRINK | unix.F_SEAL_FUTURE_WRITE
-	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
-	if err != nil || seals&want != want {
-		return fail(ErrNotSealed)
-	}
-	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
-	if err != nil {
-		return fail(fmt.Errorf("mmap %d bytes: %w", size, err))
+		if seals&unix.F_SEAL_FUTURE_WRITE != 0 {
+			err = fmt.Errorf("%w: %v", ErrUnsupported, err)
+		}
+		return fail("seal", err)
 	}
 	return &Shm{fd: fd, mem: mem}, nil
 }
@@ -113,6 +70,19 @@ func OpenReadOnly(fd int, size int) (*Shm, error) {
 // later truncation cannot turn accesses into SIGBUS. Open owns fd from now on,
 // and closes it on error.
 func Open(fd int, size int, populate bool) (*Shm, error) {
+	return open(fd, size, unix.F_SEAL_SHRINK, unix.PROT_READ|unix.PROT_WRITE, populate)
+}
+
+// OpenReadOnly maps, read-only, shared memory a peer made with
+// CreateReadOnlyShared: fd must be a memfd of exactly size bytes sealed
+// against shrinking and against writes (else ErrNotSealed). It owns fd from
+// now on, and closes it on error.
+func OpenReadOnly(fd int, size int) (*Shm, error) {
+	return open(fd, size, unix.F_SEAL_SHRINK|unix.F_SEAL_FUTURE_WRITE, unix.PROT_READ, true)
+}
+
+// open checks that fd is a memfd of size bytes with the seals want, and maps it.
+func open(fd, size, want, prot int, populate bool) (*Shm, error) {
 	fail := func(err error) (*Shm, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("open shared memory: %w", err)
@@ -128,22 +98,22 @@ func Open(fd int, size int, populate bool) (*Shm, error) {
 		return fail(fmt.Errorf("%w: descriptor is %d bytes (mode %#o), want %d", ErrLayout, st.Size, st.Mode, size))
 	}
 	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
-	if err != nil || seals&unix.F_SEAL_SHRINK == 0 {
+	if err != nil || seals&want != want {
 		return fail(ErrNotSealed)
 	}
-	mem, err := mmap(fd, size, populate)
+	mem, err := mmap(fd, size, prot, populate)
 	if err != nil {
 		return fail(err)
 	}
 	return &Shm{fd: fd, mem: mem}, nil
 }
 
-func mmap(fd, size int, populate bool) ([]byte, error) {
+func mmap(fd, size, prot int, populate bool) ([]byte, error) {
 	flags := unix.MAP_SHARED
 	if populate {
 		flags |= unix.MAP_POPULATE
 	}
-	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, flags)
+	mem, err := unix.Mmap(fd, 0, size, prot, flags)
 	if err != nil {
 		return nil, fmt.Errorf("mmap %d bytes: %w", size, err)
 	}

@@ -30,28 +30,47 @@ func (d *Device) AllocMappedHost(size int) (backend.HostMemory, backend.DevicePt
 	if size <= 0 || size > maxHostAlloc {
 		return nil, 0, fmt.Errorf("alloc mapped host memory of %d bytes: %w", size, backend.ErrInvalidArgument)
 	}
-	as := d.as
-	n := alignUp(uint64(size), as.gran)
-	base, err := as.reserve(n, as.gran, moduleStart, VAEnd)
+	data := make([]byte, alignUp(uint64(size), d.as.gran))
+	base, n, err := d.mapHostData(data)
 	if err != nil {
 		return nil, 0, fmt.Errorf("alloc mapped host memory: %w", err)
 	}
-	ch := &chunk{dev: d, size: n, data: make([]byte, n)}
+	m := &mappedHost{d: d, base: base, size: n, buf: data[:size:size]}
+	if err := d.host.add(m.buf, nil); err != nil {
+		d.unmapHostData(base, n)
+		return nil, 0, err
+	}
+	return m, backend.DevicePtr(base), nil
+}
+
+// mapHostData maps data, as a chunk of its own, in the module region
+// (outside every reservation) and makes it accessible. A range of whole
+// granules is mapped: past data's end it is not accessible.
+func (d *Device) mapHostData(data []byte) (base, size uint64, err error) {
+	as := d.as
+	n := alignUp(uint64(len(data)), as.gran)
+	base, err = as.reserve(n, as.gran, moduleStart, VAEnd)
+	if err != nil {
+		return 0, 0, err
+	}
+	ch := &chunk{dev: d, size: n, data: data[:len(data):len(data)]}
 	if err := as.mapChunk(base, n, ch, 0); err != nil {
 		_ = as.release(base, n)
-		return nil, 0, err
+		return 0, 0, err
 	}
 	if err := as.setAccess(base, n); err != nil {
 		_ = as.unmap(base, n)
 		_ = as.release(base, n)
-		return nil, 0, err
+		return 0, 0, err
 	}
-	m := &mappedHost{d: d, base: base, size: n, buf: ch.data[:size:size]}
-	if err := d.host.add(m.buf, nil); err != nil {
-		m.unmap()
-		return nil, 0, err
-	}
-	return m, backend.DevicePtr(base), nil
+	return base, n, nil
+}
+
+// unmapHostData undoes mapHostData.
+func (d *Device) unmapHostData(base, size uint64) {
+	_ = d.as.unmap(base, size)
+	_ = d.as.release(base, size)
+	d.view.flush()
 }
 
 func (m *mappedHost) Bytes() []byte { return m.buf }
@@ -69,15 +88,8 @@ func (m *mappedHost) Free() error {
 	if err := m.d.host.remove(m.buf, nil); err != nil {
 		return err
 	}
-	m.unmap()
+	m.d.unmapHostData(m.base, m.size)
 	return nil
-}
-
-func (m *mappedHost) unmap() {
-	as := m.d.as
-	_ = as.unmap(m.base, m.size)
-	_ = as.release(m.base, m.size)
-	m.d.view.flush()
 }
 
 var _ backend.HostMapper = (*Device)(nil)
@@ -96,24 +108,10 @@ func (d *Device) MapHost(mem []byte) (backend.DevicePtr, error) {
 	if err := d.host.add(mem, nil); err != nil {
 		return 0, err
 	}
-	as := d.as
-	n := alignUp(uint64(len(mem)), as.gran)
-	base, err := as.reserve(n, as.gran, moduleStart, VAEnd)
+	base, n, err := d.mapHostData(mem)
 	if err != nil {
 		_ = d.host.remove(mem, nil)
 		return 0, fmt.Errorf("map host memory: %w", err)
-	}
-	ch := &chunk{dev: d, size: n, data: mem[:len(mem):len(mem)]}
-	if err := as.mapChunk(base, n, ch, 0); err != nil {
-		_ = as.release(base, n)
-		_ = d.host.remove(mem, nil)
-		return 0, err
-	}
-	if err := as.setAccess(base, n); err != nil {
-		_ = as.unmap(base, n)
-		_ = as.release(base, n)
-		_ = d.host.remove(mem, nil)
-		return 0, err
 	}
 	d.mappedMu.Lock()
 	if d.hostMaps == nil {
@@ -142,8 +140,6 @@ func (d *Device) UnmapHost(mem []byte) error {
 	if !ok {
 		return fmt.Errorf("unmap host memory: not mapped: %w", backend.ErrInvalidArgument)
 	}
-	_ = d.as.unmap(r.base, r.size)
-	_ = d.as.release(r.base, r.size)
-	d.view.flush()
+	d.unmapHostData(r.base, r.size)
 	return d.host.remove(mem, nil)
 }
