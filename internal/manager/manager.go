@@ -389,6 +389,13 @@ func (m *Manager) attach(ctx context.Context, cl *client, d *driverProc, r *v1.O
 	closeFD(driverEnd)
 	if err != nil {
 		closeFD(clientEnd)
+		if ctl.Err() != nil {
+			// The driver died during the call. Its supervisor may have
+			// closed the connection (wire.ErrClosed, an invalid handle to
+			// the caller) before the loss was seen: either way the device
+			// was lost, and openSession tries its successor.
+			return nil, nil, v1.Errorf(v1.CodeDeviceLost, "open session on device %d: its driver exited: %v", r.Device, err)
+		}
 		return nil, nil, fmt.Errorf("open session on device %d: %w", r.Device, err)
 	}
 	m.mu.Lock()

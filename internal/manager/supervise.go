@@ -214,10 +214,16 @@ func (d *driverProc) waitReady(ctx context.Context, starting bool) (*v1.Devices,
 func (d *driverProc) control(ctx context.Context) (*wire.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := d.waitReady(ctx, false); err != nil {
-		return nil, v1.Errorf(v1.CodeDeviceLost, "driver of device %d is not running: %v", d.ordinal, err)
+	for {
+		if _, err := d.waitReady(ctx, false); err != nil {
+			return nil, v1.Errorf(v1.CodeDeviceLost, "driver of device %d is not running: %v", d.ordinal, err)
+		}
+		// A driver that dies between the two looks is waited for again:
+		// waitReady sees its connection broken and waits for the next one.
+		if ctl, err := d.controlNow(); err == nil {
+			return ctl, nil
+		}
 	}
-	return d.controlNow()
 }
 
 func (d *driverProc) controlNow() (*wire.Client, error) {
