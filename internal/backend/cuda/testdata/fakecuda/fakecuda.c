@@ -389,13 +389,19 @@ CUresult cuMemHostUnregister(void *p) {
 	return HOST_MEMORY_NOT_REGISTERED;
 }
 
-struct module { int loaded; unsigned char counter[16]; CUdeviceptr counter_va; struct map *counter_map; };
 // maxdyn: the dynamic shared memory a launch may ask for beyond the default
 // 48 KiB (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), 0: the default.
 struct function { const char *name; int nparams; size_t off[4], size[4]; int maxdyn; };
-static struct function fn_vecadd = {"vecadd", 4, {0, 8, 16, 24}, {8, 8, 8, 4}};
-static struct function fn_poke = {"poke", 1, {0}, {8}};
-static struct function fn_empty = {"empty", 0, {0}, {0}};
+enum { FN_VECADD, FN_POKE, FN_EMPTY, NFN };
+static const struct function fn_templates[NFN] = {
+	{"vecadd", 4, {0, 8, 16, 24}, {8, 8, 8, 4}},
+	{"poke", 1, {0}, {8}},
+	{"empty", 0, {0}, {0}},
+};
+// As in the driver, a module's functions are its own: an attribute set on
+// one (cuFuncSetAttribute) is not seen by the same kernel of another load.
+struct module { int loaded; unsigned char counter[16]; CUdeviceptr counter_va; struct map *counter_map; struct function fn[NFN]; };
+static int is_fn(const struct function *fn, int which) { return !strcmp(fn->name, fn_templates[which].name); }
 
 CUresult cuModuleLoadDataEx(void **mod, const void *image, unsigned n, int *opts, void **vals) {
 	CTX;
@@ -423,6 +429,7 @@ CUresult cuModuleLoadDataEx(void **mod, const void *image, unsigned n, int *opts
 	}
 ok:;
 	struct module *m = calloc(1, sizeof *m);
+	memcpy(m->fn, fn_templates, sizeof m->fn);
 	memcpy(m->counter, "0123456789abcdef", 16);
 	struct map *cm = calloc(1, sizeof *cm);
 	LOCK;
@@ -459,12 +466,14 @@ CUresult cuModuleUnload(void *mod) {
 }
 CUresult cuModuleGetFunction(void **f, void *mod, const char *name) {
 	CTX;
-	(void)mod;
-	if (!strcmp(name, "vecadd")) *f = &fn_vecadd;
-	else if (!strcmp(name, "poke")) *f = &fn_poke;
-	else if (!strcmp(name, "empty")) *f = &fn_empty;
-	else return NOT_FOUND;
-	return OK;
+	struct module *m = mod;
+	for (int i = 0; i < NFN; i++) {
+		if (!strcmp(name, m->fn[i].name)) {
+			*f = &m->fn[i];
+			return OK;
+		}
+	}
+	return NOT_FOUND;
 }
 #ifndef FAKE_NO_GLOBAL
 CUresult cuModuleGetGlobal_v2(CUdeviceptr *p, size_t *size, void *mod, const char *name) {
@@ -612,13 +621,13 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 	}
 	size_t want = fn->nparams ? fn->off[fn->nparams - 1] + fn->size[fn->nparams - 1] : 0;
 	if (size != want) return INVALID_VALUE;
-	if (fn == &fn_poke) {
+	if (is_fn(fn, FN_POKE)) {
 		CUdeviceptr p;
 		memcpy(&p, buf, 8);
 		unsigned char v = 0xab;
 		return devcopy(p, &v, 1, 1);
 	}
-	if (fn == &fn_vecadd) {
+	if (is_fn(fn, FN_VECADD)) {
 		CUdeviceptr a, b, c;
 		int n;
 		memcpy(&a, buf, 8);
