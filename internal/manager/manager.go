@@ -70,6 +70,17 @@ type Manager struct {
 
 	sched schedState  // the policy and the shares every driver gets (sched.go)
 	pol   policyState // the loaded WebAssembly policies (policy.go)
+
+	// configMu serializes changes to the drivers' configuration (policies
+	// loaded and in use, shares) with the configuring of a driver that
+	// starts: a change is sent to every running driver under it, and a new
+	// driver is configured and made available under it, so a driver that
+	// starts while an operator changes the configuration gets the change
+	// either way. It is taken before mu, sched.mu and pol.mu.
+	configMu sync.Mutex
+	// testHookConfigured, if set, runs after a driver is configured and
+	// before it is made available, with configMu held.
+	testHookConfigured func()
 }
 
 // sessionRec is what the manager remembers of a session it placed.

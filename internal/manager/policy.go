@@ -56,6 +56,8 @@ func (m *Manager) policyLoad(ctx context.Context, cl *client, r *v1.PolicyLoad) 
 	if !m.operator(cl) {
 		return nil, ErrNotOperator
 	}
+	m.configMu.Lock()
+	defer m.configMu.Unlock()
 	m.pol.mu.Lock()
 	_, dup := m.pol.modules[r.Name]
 	m.pol.mu.Unlock()
@@ -96,6 +98,8 @@ func (m *Manager) policyUnload(ctx context.Context, cl *client, r *v1.PolicyUnlo
 	if !m.operator(cl) {
 		return ErrNotOperator
 	}
+	m.configMu.Lock()
+	defer m.configMu.Unlock()
 	m.pol.mu.Lock()
 	_, known := m.pol.modules[r.Name]
 	delete(m.pol.modules, r.Name)
@@ -131,6 +135,8 @@ func (m *Manager) policyUseMemory(ctx context.Context, cl *client, r *v1.PolicyU
 	if !m.operator(cl) {
 		return nil, true, ErrNotOperator
 	}
+	m.configMu.Lock()
+	defer m.configMu.Unlock()
 	if err := m.eachDriver(ctx, r, nil); err != nil {
 		return nil, true, fmt.Errorf("use policy %s: %w", r.Name, err)
 	}

@@ -139,7 +139,10 @@ func (m *Manager) handleSched(ctx context.Context, cl *client, msg v1.Message) (
 }
 
 // eachDriver sends req to every running driver, with reply (if not nil) set
-// by each in turn; it returns the first error.
+// by each in turn; it returns the first error. A driver that is restarting,
+// or exits during the call, is skipped: it is configured from the manager's
+// state when it comes up (under configMu, which the callers that change
+// that state hold).
 func (m *Manager) eachDriver(ctx context.Context, req v1.Message, reply func() v1.Message) error {
 	m.mu.Lock()
 	drivers := append([]*driverProc(nil), m.drivers...)
@@ -157,6 +160,9 @@ func (m *Manager) eachDriver(ctx context.Context, req v1.Message, reply func() v
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err = ctl.Call(cctx, req, out)
 		cancel()
+		if err != nil && ctl.Err() != nil {
+			continue // it exited
+		}
 		if err != nil && first == nil {
 			first = fmt.Errorf("device %d: %w", d.ordinal, err)
 		}
@@ -186,6 +192,8 @@ func (m *Manager) policyUse(ctx context.Context, cl *client, r *v1.PolicyUse) er
 	if !m.operator(cl) {
 		return ErrNotOperator
 	}
+	m.configMu.Lock()
+	defer m.configMu.Unlock()
 	m.sched.mu.Lock()
 	old := m.sched.policy
 	m.sched.mu.Unlock()
@@ -210,6 +218,8 @@ func (m *Manager) setShare(ctx context.Context, cl *client, r *v1.SetShare) erro
 	if !ok {
 		return fmt.Errorf("set share: %w: %q", ErrNoTenant, r.Tenant)
 	}
+	m.configMu.Lock()
+	defer m.configMu.Unlock()
 	if err := m.eachDriver(ctx, r, nil); err != nil {
 		return fmt.Errorf("set share of %s: %w", r.Tenant, err)
 	}

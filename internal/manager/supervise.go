@@ -118,8 +118,9 @@ func (d *driverProc) runOnce(ctx context.Context) error {
 	}
 	ctl := wire.NewClient(conn)
 	info, err := handshake(ctx, ctl)
+	var stopped bool
 	if err == nil {
-		err = d.m.configureDriver(ctx, ctl)
+		stopped, err = d.configure(ctx, ctl, cmd, info)
 	}
 	if err != nil {
 		ctl.Close()
@@ -128,10 +129,6 @@ func (d *driverProc) runOnce(ctx context.Context) error {
 		d.setDown(err)
 		return fmt.Errorf("driver handshake: %w (exit: %v)", err, werr)
 	}
-	d.mu.Lock()
-	d.ctl, d.cmd, d.info, d.lastErr = ctl, cmd, info, nil
-	stopped := d.stopped
-	d.mu.Unlock()
 	d.m.audit.Log(audit.Event{Kind: audit.KindDriverStart, Detail: map[string]any{"device": d.ordinal,
 		"pid": cmd.Process.Pid, "backend": info.Backend}})
 	if stopped {
@@ -156,6 +153,31 @@ func (d *driverProc) runOnce(ctx context.Context) error {
 	d.setDown(err)
 	d.m.dropSessions(d.ordinal)
 	return err
+}
+
+// configureTimeout bounds the configuring of a driver that started (loading
+// the operator's policies into it, its policy and shares), during which
+// changes to the configuration wait.
+const configureTimeout = time.Minute
+
+// configure gives a driver that completed its handshake the active
+// configuration and makes it available to clients, under the manager's
+// configMu, and reports whether supervision was stopped meanwhile.
+func (d *driverProc) configure(ctx context.Context, ctl *wire.Client, cmd *exec.Cmd, info *v1.Devices) (stopped bool, err error) {
+	d.m.configMu.Lock()
+	defer d.m.configMu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, configureTimeout)
+	defer cancel()
+	if err := d.m.configureDriver(cctx, ctl); err != nil {
+		return false, err
+	}
+	if h := d.m.testHookConfigured; h != nil {
+		h()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ctl, d.cmd, d.info, d.lastErr = ctl, cmd, info, nil
+	return d.stopped, nil
 }
 
 func handshake(ctx context.Context, ctl *wire.Client) (*v1.Devices, error) {

@@ -2,7 +2,9 @@ package manager
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,4 +139,60 @@ func TestOpenSessionWhileDriverExits(t *testing.T) {
 			t.Errorf("open session: %#v, want the restarted driver's window", r.msg)
 		}
 	})
+}
+
+// TestPolicyChangeWhileDriverStarts: an operator switches policy while a
+// driver is being configured (it has its handshake done, and is not yet
+// available to clients). The change waits for it and then reaches it: the
+// driver runs the policy the manager reports. Without the serialization, the
+// change skipped the driver as not yet running while the driver had already
+// been given the old policy.
+func TestPolicyChangeWhileDriverStarts(t *testing.T) {
+	cfg, err := config.Parse([]byte("tenants:\n  - {name: a, token: t}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	m, err := New(Options{Config: cfg, Socket: filepath.Join(dir, "s.sock"), Backend: "sim",
+		DriverCommand: []string{exe}, DriverArgs: []string{"--sim-memory", "256MiB"},
+		DriverEnv: []string{"GPUOS_TESTENV_DRIVER=1"}, AuditLog: filepath.Join(dir, "audit.jsonl")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	operator := &client{tenant: &cfg.Tenants[0], cred: wire.Cred{UID: m.self}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	changed := make(chan error, 1)
+	var once sync.Once
+	m.testHookConfigured = func() {
+		once.Do(func() {
+			go func() { changed <- m.policyUse(ctx, operator, &v1.PolicyUse{Name: "band"}) }()
+			time.Sleep(100 * time.Millisecond) // long enough for a change that does not wait
+		})
+	}
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-changed; err != nil {
+		t.Fatalf("policy use band while the driver starts: %v", err)
+	}
+	ctl, err := m.drivers[0].controlNow()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pl v1.Policies
+	if err := ctl.Call(ctx, &v1.PolicyList{}, &pl); err != nil {
+		t.Fatal(err)
+	}
+	m.sched.mu.Lock()
+	reported := m.sched.policy
+	m.sched.mu.Unlock()
+	if pl.Active != "band" || reported != "band" {
+		t.Errorf("after switching to band while the driver started: the driver runs %q, the manager reports %q; want band for both", pl.Active, reported)
+	}
 }
