@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -64,14 +65,18 @@ func (m *Manager) policyLoad(ctx context.Context, cl *client, r *v1.PolicyLoad) 
 	if dup {
 		return nil, v1.Errorf(v1.CodeInvalidArgument, "load policy %q: a policy with this name is loaded (unload it first)", r.Name)
 	}
-	var first *v1.PolicyLoaded
+	var replies []*v1.PolicyLoaded
 	err := m.eachDriver(ctx, r, func() v1.Message {
-		if first == nil {
-			first = &v1.PolicyLoaded{}
-			return first
-		}
-		return &v1.PolicyLoaded{}
+		pl := &v1.PolicyLoaded{}
+		replies = append(replies, pl)
+		return pl
 	})
+	// The first driver that answered speaks for all (one that exited
+	// during the call left its reply empty).
+	var first *v1.PolicyLoaded
+	if i := slices.IndexFunc(replies, func(pl *v1.PolicyLoaded) bool { return pl.Name != "" }); i >= 0 {
+		first = replies[i]
+	}
 	ev := audit.Event{Kind: audit.KindPolicyLoad, PID: cl.cred.PID, UID: audit.UID(cl.cred.UID),
 		Detail: map[string]any{"policy": r.Name, "size": len(r.Module)}}
 	if err == nil && (first == nil || first.Name == "") {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -171,15 +172,19 @@ func (m *Manager) eachDriver(ctx context.Context, req v1.Message, reply func() v
 }
 
 func (m *Manager) policyList(ctx context.Context) (*v1.Policies, error) {
-	var out *v1.Policies
+	var replies []*v1.Policies
 	err := m.eachDriver(ctx, &v1.PolicyList{}, func() v1.Message {
-		if out == nil {
-			out = &v1.Policies{}
-			return out
-		}
-		return &v1.Policies{} // the first driver's answer speaks for all
+		p := &v1.Policies{}
+		replies = append(replies, p)
+		return p
 	})
-	if out == nil || out.Active == "" {
+	// The first driver that answered speaks for all (one that exited
+	// during the call left its reply empty).
+	var out *v1.Policies
+	if i := slices.IndexFunc(replies, func(p *v1.Policies) bool { return p.Active != "" }); i >= 0 {
+		out = replies[i]
+	}
+	if out == nil {
 		if err == nil {
 			err = v1.Errorf(v1.CodeDeviceLost, "no driver is running")
 		}

@@ -196,3 +196,48 @@ func TestPolicyChangeWhileDriverStarts(t *testing.T) {
 		t.Errorf("after switching to band while the driver started: the driver runs %q, the manager reports %q; want band for both", pl.Active, reported)
 	}
 }
+
+// TestPolicyListWhileFirstDriverExits: of two devices' drivers, the first
+// exits while `gpuos policy list` asks them; the second's answer is the
+// list, where the first one's empty reply was once taken for all.
+func TestPolicyListWhileFirstDriverExits(t *testing.T) {
+	cfg, err := config.Parse([]byte("tenants:\n  - {name: a, token: t}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Options{Config: cfg, Socket: filepath.Join(t.TempDir(), "s.sock"), DriverCommand: []string{"/bin/false"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var fakes []*fakeDriver
+	for i := range 2 {
+		f := newFakeDriver(t)
+		d := &driverProc{m: m, ordinal: i, exited: make(chan struct{}), ctl: f.ctl, info: &v1.Devices{}}
+		m.drivers = append(m.drivers, d)
+		fakes = append(fakes, f)
+		defer close(d.exited) // no supervisor runs: Close waits for this
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	type result struct {
+		p   *v1.Policies
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		p, err := m.policyList(ctx)
+		done <- result{p, err}
+	}()
+	fakes[0].read()
+	m.drivers[0].setDown(nil)
+	fakes[0].ctl.Close() // the first exits
+	fr := fakes[1].read()
+	if err := fakes[1].conn.WriteMessage(fr.Header.ID, v1.FlagReply, &v1.Policies{Active: "band", Fallback: "fair"}); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.p == nil || r.p.Active != "band" {
+		t.Errorf("policy list with the first driver gone: %+v, %v; want the second's (band)", r.p, r.err)
+	}
+}
