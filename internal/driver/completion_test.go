@@ -262,6 +262,42 @@ func TestCompletionPageViolation(t *testing.T) {
 // TestCompletionPageFull: a session has a word for 64 streams; a
 // synchronize that needs a 65th is one the driver waits for itself (no
 // targets), and it waits for all the session's work.
+// TestCompletionPageReleased: a session's completion page is unmapped from
+// the device when the session ends, whether its client said goodbye with its
+// work done or went away with launches still queued (a crash).
+func TestCompletionPageReleased(t *testing.T) {
+	td, _ := highClass(t, 1<<30)
+	base := td.watch.hostMaps.Load() // the first session's page, if it asked: it did not
+	for i := range 6 {
+		ts := td.session("hp", 0)
+		ts.useRings()
+		view, err := ts.openCompletion()
+		if err != nil {
+			t.Fatalf("session %d: open completion: %v", i, err)
+		}
+		if have, want := td.watch.hostMaps.Load(), base+1; have != want {
+			t.Fatalf("session %d: %d host mappings with its page open, want %d", i, have, want)
+		}
+		k := ts.emptyKernel()
+		launch := &v1.Launch{Kernel: k.Handle, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}
+		for range 8 {
+			if err := ts.rpc.Send(launch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%2 == 0 { // its work done, then goodbye
+			var ft v1.FenceTargets
+			ts.must(&v1.SynchronizeFences{}, &ft)
+			awaitTargets(t, view, ft.Targets)
+		} // else it goes away with its launches queued
+		ts.rpc.Close()
+		<-ts.s.Done()
+		if have := td.watch.hostMaps.Load(); have != base {
+			t.Errorf("session %d ended (work done: %v): %d host mappings, want %d", i, i%2 == 0, have, base)
+		}
+	}
+}
+
 func TestCompletionPageFull(t *testing.T) {
 	_, ts := highClass(t, 256<<20)
 	view, err := ts.openCompletion()

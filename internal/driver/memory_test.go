@@ -33,6 +33,7 @@ type remapWatch struct {
 	violations []string
 	unmaps     atomic.Int64
 	fences     atomic.Int64 // fences enqueued on its streams
+	hostMaps   atomic.Int64 // host memory mapped for the device (MapHost) and not yet unmapped
 }
 
 type watchDevice struct {
@@ -94,14 +95,22 @@ func (s *watchStream) SetFenceWord(word *atomic.Uint32, dptr backend.DevicePtr) 
 // MapHost and UnmapHost pass the inner device's through (completion pages).
 func (d *watchDevice) MapHost(mem []byte) (backend.DevicePtr, error) {
 	if hm, ok := d.Device.(backend.HostMapper); ok {
-		return hm.MapHost(mem)
+		p, err := hm.MapHost(mem)
+		if err == nil {
+			d.w.hostMaps.Add(1)
+		}
+		return p, err
 	}
 	return 0, backend.ErrUnsupported
 }
 
 func (d *watchDevice) UnmapHost(mem []byte) error {
 	if hm, ok := d.Device.(backend.HostMapper); ok {
-		return hm.UnmapHost(mem)
+		err := hm.UnmapHost(mem)
+		if err == nil {
+			d.w.hostMaps.Add(-1)
+		}
+		return err
 	}
 	return backend.ErrUnsupported
 }
