@@ -88,3 +88,21 @@ type WordFence interface {
 	Fence
 	Word() (word *atomic.Uint32, seq uint32)
 }
+
+// HostExecutor is an optional Device capability: its work runs on the
+// host's CPUs, in this process (the software GPU interprets kernels on
+// goroutines). A poller waiting for such a device's work takes a CPU, and a
+// Go scheduler slot, from that very work: it must yield both between looks
+// rather than spin (on 2 CPUs a spinning fence poller made a high-class
+// synchronize on the sim take 372 µs at the median instead of 9:
+// bench/RESULTS.md, session 17). A GPU's work needs no host CPU, so its
+// devices do not implement it.
+type HostExecutor interface {
+	ExecutesOnHost() bool
+}
+
+// ExecutesOnHost reports whether dev's work runs on the host's CPUs.
+func ExecutesOnHost(dev Device) bool {
+	he, ok := dev.(HostExecutor)
+	return ok && he.ExecutesOnHost()
+}

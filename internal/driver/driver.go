@@ -72,6 +72,7 @@ type Driver struct {
 	// reserved is the partition other classes' streams run in, keeping
 	// SMs free for the high class (Options.ReserveSMs); nil: none.
 	reserved backend.Partition
+	polling  polling // how its pollers wait between looks (fence.go)
 	staging  *stagingPool
 	log      *slog.Logger
 	limits   config.SessionLimits
@@ -138,6 +139,7 @@ func New(opts Options) (*Driver, error) {
 		opts:     opts,
 		dev:      dev,
 		info:     dev.Info(),
+		polling:  pollingFor(dev),
 		mem:      mm,
 		caps:     cap.NewSpace(),
 		sched:    sch,

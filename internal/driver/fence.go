@@ -2,6 +2,7 @@ package driver
 
 import (
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -286,11 +287,41 @@ func (s *Session) pollFences(streams []backend.Stream, fences []backend.Fence, p
 				return waitedFence, err
 			}
 		}
-		if waited >= fenceSpin() {
-			ring.Yield()
+		if waited >= s.d.polling.fenceSpin {
+			s.d.polling.yield()
 		}
 	}
 	return waitedFence, nil
+}
+
+// polling is how the driver's pollers (of fences, of rings, the
+// scheduler's) wait between looks.
+type polling struct {
+	fenceSpin time.Duration // how long a fence poller looks before it yields
+	yield     func()        // what a poller calls between looks
+	// onHost: the device's work runs on this process's goroutines
+	// (backend.HostExecutor), and yield lets them have the poller's P.
+	onHost bool
+}
+
+// pollingFor is how the driver's pollers wait for dev: on a GPU, a fence
+// poller spins for fenceSpin, and pollers yield the CPU but keep their
+// goroutine's P (ring.Yield: measured better for the service on the H100,
+// bench/RESULTS.md, session 9). On a device whose work runs on the host's
+// CPUs they yield from the start, the P too: a poller that keeps it keeps
+// the very work it waits for from running (bench/RESULTS.md, session 17).
+func pollingFor(dev backend.Device) polling {
+	if backend.ExecutesOnHost(dev) {
+		return polling{yield: yieldProcess, onHost: true}
+	}
+	return polling{fenceSpin: fenceSpin(), yield: ring.Yield}
+}
+
+// yieldProcess lets this process's other goroutines, then other threads,
+// have the CPU.
+func yieldProcess() {
+	runtime.Gosched()
+	ring.Yield()
 }
 
 // pollFencesPaced waits for fences by looking at them less and less often

@@ -132,6 +132,40 @@ func (s *fenceStream) Synchronize() error {
 	return nil
 }
 
+// TestPollingFor: the driver's pollers keep their goroutine's P and spin
+// before yielding on a device whose work needs no host CPU (a GPU), and
+// yield from the start, the P too, on one whose work runs on this process's
+// goroutines (the software GPU), where a poller holding on would hold up
+// the work it waits for. Through a wrapping backend too.
+func TestPollingFor(t *testing.T) {
+	dev, err := sim.New(sim.Options{Memory: 64 << 20}).Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	w := &remapWatch{Backend: sim.New(sim.Options{Memory: 64 << 20}), running: map[backend.Stream]int{}}
+	wdev, err := w.Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wdev.Close()
+	for _, tt := range []struct {
+		name   string
+		dev    backend.Device
+		onHost bool
+		spin   time.Duration
+	}{
+		{"sim", dev, true, 0},
+		{"sim, wrapped", wdev, true, 0},
+		{"GPU", struct{ backend.Device }{}, false, fenceSpin()}, // no backend.HostExecutor
+	} {
+		p := pollingFor(tt.dev)
+		if p.onHost != tt.onHost || p.fenceSpin != tt.spin || p.yield == nil {
+			t.Errorf("%s: polling on host %v, fence spin %v (yield set: %v); want %v, %v", tt.name, p.onHost, p.fenceSpin, p.yield != nil, tt.onHost, tt.spin)
+		}
+	}
+}
+
 // awaitStreams: fences reached end the wait with no driver synchronize;
 // work that fails is reported by Query while the poller waits; a fence not
 // reached within the poll gives way to a synchronize; a stream that cannot
@@ -182,7 +216,7 @@ func TestAwaitStreams(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env := pacedFencesOn.Swap(tt.paced) // $GPUOS_SYNC_FENCE_PACED, read once per process
 			defer pacedFencesOn.Store(env)
-			s := &Session{d: &Driver{}}
+			s := &Session{d: &Driver{polling: pollingFor(nil)}} // a GPU's
 			s.fencePoll.Store(int64(tt.poll))
 			a, b := &fenceStream{}, &fenceStream{}
 			tt.setup(a, b)

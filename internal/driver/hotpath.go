@@ -160,6 +160,9 @@ func (s *Session) openRing(m *v1.OpenRing) (v1.Message, []int, error) {
 	poll := s.d.fencePoll(s.tenant)
 	s.fencePoll.Store(int64(poll))
 	opts := ring.Options{Spin: spin}
+	if s.d.polling.onHost {
+		opts.Yield = s.d.polling.yield
+	}
 	if poll > 0 && ownCompletions() {
 		// Completions the serving goroutine owns go to the waiters when it
 		// stops polling its ring.

@@ -104,6 +104,9 @@ func (d *watchDevice) MapHost(mem []byte) (backend.DevicePtr, error) {
 	return 0, backend.ErrUnsupported
 }
 
+// ExecutesOnHost passes the inner device's through.
+func (d *watchDevice) ExecutesOnHost() bool { return backend.ExecutesOnHost(d.Device) }
+
 func (d *watchDevice) UnmapHost(mem []byte) error {
 	if hm, ok := d.Device.(backend.HostMapper); ok {
 		err := hm.UnmapHost(mem)

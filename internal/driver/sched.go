@@ -28,7 +28,7 @@ func newScheduler(dev backend.Device, opts Options) (*sched.Scheduler, error) {
 		so.Spin = ring.DefaultSpin()
 	}
 	if so.Yield == nil && os.Getenv(GoschedEnv) != "1" {
-		so.Yield = ring.Yield
+		so.Yield = pollingFor(dev).yield
 	}
 	al := opts.Audit
 	next := so.OnEject // the policy engine's (policy.go)

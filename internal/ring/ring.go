@@ -436,7 +436,7 @@ func (c *Consumer) Watch(spin, stale time.Duration, quit func() bool) bool {
 			if quit() || time.Since(start) >= spin {
 				return false
 			}
-			osYield()
+			c.opts.Yield()
 		}
 	}
 }

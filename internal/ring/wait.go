@@ -26,6 +26,11 @@ type Options struct {
 	// nothing, before it sleeps and after each sleep: the driver hands over
 	// what its serving thread looks after only while it polls.
 	OnEmpty func()
+	// Yield is what a poller calls between looks; nil: Yield, which lets the
+	// kernel run another thread on this CPU but keeps the goroutine's P. A
+	// process whose pollers wait for work its own goroutines do (the
+	// software GPU's) passes one that lets them have the P too.
+	Yield func()
 }
 
 const defaultSleep = 100 * time.Millisecond
@@ -36,6 +41,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Sleep <= 0 {
 		o.Sleep = defaultSleep
+	}
+	if o.Yield == nil {
+		o.Yield = osYield
 	}
 	return o
 }
@@ -93,7 +101,7 @@ func waitUntil(word *atomic.Uint32, o *Options, exclusive bool, ready func() boo
 				}
 				// Let another thread have this CPU if one is waiting for it:
 				// the peer may be what we wait for.
-				osYield()
+				o.Yield()
 			}
 		}
 	}

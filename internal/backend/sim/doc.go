@@ -30,6 +30,9 @@
 //     errors are sticky: once its work failed, Query and Synchronize report
 //     that error until it is destroyed. Device.Synchronize reports only a
 //     lost or closed context.
+//   - The host's CPUs: every command runs on goroutines of this process, so
+//     a Device is a backend.HostExecutor, and the driver's pollers waiting
+//     for its work yield their CPU and their goroutine's P to it.
 //   - Host memory: AllocHost and RegisterHost memory is "pinned": copies from
 //     and to it are asynchronous. A copy from other memory is staged before
 //     the call returns; a copy into it completes before the call returns.

@@ -143,3 +143,7 @@ func (d *Device) UnmapHost(mem []byte) error {
 	d.unmapHostData(r.base, r.size)
 	return d.host.remove(mem, nil)
 }
+
+// ExecutesOnHost reports that the software GPU's work runs on the host's
+// CPUs (backend.HostExecutor): pollers of its fences yield.
+func (d *Device) ExecutesOnHost() bool { return true }
