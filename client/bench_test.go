@@ -232,3 +232,39 @@ func BenchmarkServiceSync(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkClassSync: one launch of an empty kernel and a synchronize, by a
+// tenant of the high class (polling rings, hedged serving, fences) and of
+// the normal class, each on a daemon of its own; each wait's median and 99th
+// percentile in µs. On the software GPU it shows what the high class's
+// pollers cost when the device's work needs the same CPUs
+// (bench/RESULTS.md, session 17).
+func BenchmarkClassSync(b *testing.B) {
+	for _, class := range []string{"high", "normal"} {
+		b.Run(class, func(b *testing.B) {
+			cfg, err := config.Parse([]byte("tenants:\n  - {name: svc, uids: [self], memory: 64MiB, priority: " + class + "}\n"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			env := testenv.Start(b, testenv.Options{Config: cfg})
+			bs := benchSetup(b, env, client.Options{Tenant: "svc"})
+			c := context.Background()
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				start := time.Now()
+				if err := bs.s.LaunchRaw(bs.empty, one, nil); err != nil {
+					b.Fatal(err)
+				}
+				if err := bs.s.Synchronize(c); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+		})
+	}
+}
