@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Several verdicts of run.sh in one device call, for issue 6's tally of the
+# P99 point (each about 215 s with the settings below, so two fit in a call's
+# 600 s). Each run's summary lines go to stdout, its whole report and results
+# (traces left out) to $OUT.
+#
+#   N=2 bash bench/sched/verdicts.sh              (on the GPU machine)
+#   N=2 GPUOS_SYNC_CLIENT=1 bash bench/sched/verdicts.sh   (the service on its completion page)
+#
+# Built as for run.sh (bench/sched/build.sh; carry .carry/bench-sched).
+# The environment reaches run.sh and, through it, the daemon and the clients
+# (SERVE_ENV and the others run.sh reads work as there).
+set -u
+cd "$(dirname "$0")/../.."
+N=${N:-2}
+OUT=${OUT:-/tmp/gpuos-verdicts}
+mkdir -p "$OUT"
+for i in $(seq 1 "$N"); do
+	dir=/tmp/gpuos-verdict-$i
+	rm -rf "$dir"
+	OUT=$dir RESERVE=${RESERVE:-8} DUR=${DUR:-6} ILDUR=${ILDUR:-60} timeout 290 bash bench/sched/run.sh > "$OUT/run-$i.txt" 2>&1
+	echo "== verdict $i of $N: run.sh rc=$?"
+	grep -E "interleaved|ratio|P99|throughput|host \(|PASS|FAIL" "$dir/report.txt" 2>/dev/null | grep -v "^ *fair\|^ *band"
+	cp "$dir/report.txt" "$OUT/report-$i.txt" 2>/dev/null
+	(cd "$dir" 2>/dev/null && tar czf "$OUT/verdict-$i.tgz" --exclude='*.trace*' --exclude='*.csv' --exclude='latency.log*' . 2>/dev/null)
+done
