@@ -94,7 +94,7 @@ type WordFence interface {
 // goroutines). A poller waiting for such a device's work takes a CPU, and a
 // Go scheduler slot, from that very work: it must yield both between looks
 // rather than spin (on 2 CPUs a spinning fence poller made a high-class
-// synchronize on the sim take 372 µs at the median instead of 9:
+// synchronize on the sim take 372 µs at the median instead of 12:
 // bench/RESULTS.md, session 17). A GPU's work needs no host CPU, so its
 // devices do not implement it.
 type HostExecutor interface {
