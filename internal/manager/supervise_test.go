@@ -23,15 +23,7 @@ type fakeDriver struct {
 
 func newFakeDriver(t *testing.T) *fakeDriver {
 	t.Helper()
-	mine, theirs, err := wire.SocketPair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := wire.FromFD(theirs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mc, err := wire.FromFD(mine)
+	mc, conn, err := wire.Pair()
 	if err != nil {
 		t.Fatal(err)
 	}
