@@ -3,7 +3,6 @@ package manager
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"sync"
 
@@ -65,18 +64,8 @@ func (m *Manager) policyLoad(ctx context.Context, cl *client, r *v1.PolicyLoad) 
 	if dup {
 		return nil, v1.Errorf(v1.CodeInvalidArgument, "load policy %q: a policy with this name is loaded (unload it first)", r.Name)
 	}
-	var replies []*v1.PolicyLoaded
-	err := m.eachDriver(ctx, r, func() v1.Message {
-		pl := &v1.PolicyLoaded{}
-		replies = append(replies, pl)
-		return pl
-	})
-	// The first driver that answered speaks for all (one that exited
-	// during the call left its reply empty).
-	var first *v1.PolicyLoaded
-	if i := slices.IndexFunc(replies, func(pl *v1.PolicyLoaded) bool { return pl.Name != "" }); i >= 0 {
-		first = replies[i]
-	}
+	answer, err := m.eachDriver(ctx, r, func() v1.Message { return &v1.PolicyLoaded{} })
+	first, _ := answer.(*v1.PolicyLoaded)
 	ev := audit.Event{Kind: audit.KindPolicyLoad, PID: cl.cred.PID, UID: audit.UID(cl.cred.UID),
 		Detail: map[string]any{"policy": r.Name, "size": len(r.Module)}}
 	if err == nil && (first == nil || first.Name == "") {
@@ -112,7 +101,7 @@ func (m *Manager) policyUnload(ctx context.Context, cl *client, r *v1.PolicyUnlo
 		m.pol.memActive = ""
 	}
 	m.pol.mu.Unlock()
-	err := m.eachDriver(ctx, r, nil)
+	_, err := m.eachDriver(ctx, r, nil)
 	if !known && err != nil {
 		return fmt.Errorf("unload policy %q: %w", r.Name, err)
 	}
@@ -142,7 +131,7 @@ func (m *Manager) policyUseMemory(ctx context.Context, cl *client, r *v1.PolicyU
 	}
 	m.configMu.Lock()
 	defer m.configMu.Unlock()
-	if err := m.eachDriver(ctx, r, nil); err != nil {
+	if _, err := m.eachDriver(ctx, r, nil); err != nil {
 		return nil, true, fmt.Errorf("use policy %s: %w", r.Name, err)
 	}
 	m.pol.mu.Lock()
@@ -165,7 +154,7 @@ func (m *Manager) policyUseMemory(ctx context.Context, cl *client, r *v1.PolicyU
 // operator sees only its own tenant's values.
 func (m *Manager) policyMaps(ctx context.Context, cl *client, r *v1.PolicyMaps) (*v1.PolicyMapValues, error) {
 	var all []*v1.PolicyMapValues
-	err := m.eachDriver(ctx, r, func() v1.Message {
+	_, err := m.eachDriver(ctx, r, func() v1.Message {
 		v := &v1.PolicyMapValues{}
 		all = append(all, v)
 		return v

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -140,11 +139,12 @@ func (m *Manager) handleSched(ctx context.Context, cl *client, msg v1.Message) (
 }
 
 // eachDriver sends req to every running driver, with reply (if not nil) set
-// by each in turn; it returns the first error. A driver that is restarting,
-// or exits during the call, is skipped: it is configured from the manager's
-// state when it comes up (under configMu, which the callers that change
-// that state hold).
-func (m *Manager) eachDriver(ctx context.Context, req v1.Message, reply func() v1.Message) error {
+// by each in turn; it returns the reply of the first driver that answered
+// (nil if none did or reply is nil), which speaks for all where all answer
+// alike, and the first error. A driver that is restarting, or exits during
+// the call, is skipped: it is configured from the manager's state when it
+// comes up (under configMu, which the callers that change that state hold).
+func (m *Manager) eachDriver(ctx context.Context, req v1.Message, reply func() v1.Message) (answer v1.Message, err error) {
 	m.mu.Lock()
 	drivers := append([]*driverProc(nil), m.drivers...)
 	m.mu.Unlock()
@@ -167,24 +167,17 @@ func (m *Manager) eachDriver(ctx context.Context, req v1.Message, reply func() v
 		if err != nil && first == nil {
 			first = fmt.Errorf("device %d: %w", d.ordinal, err)
 		}
+		if err == nil && answer == nil {
+			answer = out
+		}
 	}
-	return first
+	return answer, first
 }
 
 func (m *Manager) policyList(ctx context.Context) (*v1.Policies, error) {
-	var replies []*v1.Policies
-	err := m.eachDriver(ctx, &v1.PolicyList{}, func() v1.Message {
-		p := &v1.Policies{}
-		replies = append(replies, p)
-		return p
-	})
-	// The first driver that answered speaks for all (one that exited
-	// during the call left its reply empty).
-	var out *v1.Policies
-	if i := slices.IndexFunc(replies, func(p *v1.Policies) bool { return p.Active != "" }); i >= 0 {
-		out = replies[i]
-	}
-	if out == nil {
+	answer, err := m.eachDriver(ctx, &v1.PolicyList{}, func() v1.Message { return &v1.Policies{} })
+	out, _ := answer.(*v1.Policies)
+	if out == nil || out.Active == "" {
 		if err == nil {
 			err = v1.Errorf(v1.CodeDeviceLost, "no driver is running")
 		}
@@ -202,7 +195,7 @@ func (m *Manager) policyUse(ctx context.Context, cl *client, r *v1.PolicyUse) er
 	m.sched.mu.Lock()
 	old := m.sched.policy
 	m.sched.mu.Unlock()
-	if err := m.eachDriver(ctx, r, nil); err != nil {
+	if _, err := m.eachDriver(ctx, r, nil); err != nil {
 		// Put back the old one where the new one took.
 		m.eachDriver(ctx, &v1.PolicyUse{Name: old}, nil)
 		return fmt.Errorf("use policy %s: %w", r.Name, err)
@@ -225,7 +218,7 @@ func (m *Manager) setShare(ctx context.Context, cl *client, r *v1.SetShare) erro
 	}
 	m.configMu.Lock()
 	defer m.configMu.Unlock()
-	if err := m.eachDriver(ctx, r, nil); err != nil {
+	if _, err := m.eachDriver(ctx, r, nil); err != nil {
 		return fmt.Errorf("set share of %s: %w", r.Tenant, err)
 	}
 	m.sched.mu.Lock()
