@@ -259,9 +259,6 @@ func TestCompletionPageViolation(t *testing.T) {
 	}
 }
 
-// TestCompletionPageFull: a session has a word for 64 streams; a
-// synchronize that needs a 65th is one the driver waits for itself (no
-// targets), and it waits for all the session's work.
 // TestCompletionPageReleased: a session's completion page is unmapped from
 // the device when the session ends, whether its client said goodbye with its
 // work done or went away with launches still queued (a crash).
@@ -298,6 +295,9 @@ func TestCompletionPageReleased(t *testing.T) {
 	}
 }
 
+// TestCompletionPageFull: a session has a word for 64 streams; a
+// synchronize that needs a 65th is one the driver waits for itself (no
+// targets), and it waits for all the session's work.
 func TestCompletionPageFull(t *testing.T) {
 	_, ts := highClass(t, 256<<20)
 	view, err := ts.openCompletion()
