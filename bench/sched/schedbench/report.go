@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -229,6 +231,18 @@ func report(dir string, w io.Writer) error {
 	if a, m := beRate(na), beRate(nm); a > 0 && m > 0 {
 		fmt.Fprintf(w, "native baseline: best-effort throughput with the service / alone = %.2f\n", m/a)
 	}
+	for _, stack := range []string{"gpuos", "native"} {
+		if r := interleaved[stack].hp; r != nil {
+			printPhaseEpisodes(w, stack, r.PhasesUs)
+		}
+	}
+	if marks, err := loadCPUMarks(dir); err == nil {
+		for _, stack := range []string{"gpuos", "native"} {
+			if st, busy, ok := marks.steal(stack + "-interleaved"); ok {
+				fmt.Fprintf(w, "host steal during %s's interleaved scenario: %.2f%% of the CPUs' time (busy %.1f%%)\n", stack, 100*st, 100*busy)
+			}
+		}
+	}
 	for _, name := range []string{"hiccup-before", "hiccup-after"} {
 		if h, ok := loadHiccups(dir, name); ok {
 			fmt.Fprintf(w, "host (%s): %d gaps over 1 ms in %g s on %d CPUs, %.1f ms lost (%.2f%% of their time), the longest %.0f us\n",
@@ -271,4 +285,57 @@ func loadHiccups(dir, name string) (hiccups, bool) {
 		}
 	}
 	return h, ok
+}
+
+// cpuMarks are run.sh's cpumark lines: /proc/stat's cpu counters by name.
+type cpuMarks map[string][]float64
+
+// loadCPUMarks reads DIR/cpustat.txt.
+func loadCPUMarks(dir string) (cpuMarks, error) {
+	f, err := os.Open(filepath.Join(dir, "cpustat.txt"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m := cpuMarks{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 10 || fields[1] != "cpu" {
+			continue
+		}
+		var v []float64
+		for _, x := range fields[2:] {
+			n, err := strconv.ParseFloat(x, 64)
+			if err != nil {
+				break
+			}
+			v = append(v, n)
+		}
+		if len(v) >= 8 {
+			m[fields[0]] = v
+		}
+	}
+	return m, sc.Err()
+}
+
+// steal returns, between NAME-start and NAME-end, the part of the CPUs'
+// time stolen by the hypervisor and the part busy (neither idle, waiting
+// for I/O nor stolen). /proc/stat's fields: user nice system idle iowait
+// irq softirq steal ...; guest time is already in user.
+func (m cpuMarks) steal(name string) (steal, busy float64, ok bool) {
+	a, b := m[name+"-start"], m[name+"-end"]
+	if a == nil || b == nil {
+		return 0, 0, false
+	}
+	d := make([]float64, 8)
+	var total float64
+	for i := range d {
+		d[i] = b[i] - a[i]
+		total += d[i]
+	}
+	if total <= 0 {
+		return 0, 0, false
+	}
+	return d[7] / total, (d[0] + d[1] + d[2] + d[5] + d[6]) / total, true
 }

@@ -187,3 +187,47 @@ func TestReportHiccups(t *testing.T) {
 		t.Errorf("report used a summary line it could not read:\n%s", out.String())
 	}
 }
+
+// The report counts each stack's slow episodes in the interleaved scenario's
+// alone and loaded phases, and the hypervisor's steal during each stack's
+// interleaved scenario (run.sh's cpumark lines).
+func TestReportEpisodesAndSteal(t *testing.T) {
+	phase := func(slowFrom, slowN int) []float64 {
+		p := make([]float64, 100)
+		for i := range p {
+			p[i] = 40
+			if i >= slowFrom && i < slowFrom+slowN {
+				p[i] = 200
+			}
+		}
+		return p
+	}
+	loaded := phase(10, 9)
+	copy(loaded[60:], phase(0, 12)[:12]) // a second episode
+	gpuos := Result{Mode: "hp", Stack: "gpuos", Samples: 200, P99us: 200, PhaseMs: 500, Alone: &Result{Samples: 200, P99us: 200},
+		PhasesUs: [][]float64{phase(50, 10), loaded, phase(0, 7), phase(0, 0)}} // 7 in a row: too few
+	native := Result{Mode: "hp", Stack: "native", Samples: 200, P99us: 45, PhaseMs: 500, Alone: &Result{Samples: 200, P99us: 45},
+		PhasesUs: [][]float64{phase(0, 0), phase(0, 0), phase(0, 0), phase(0, 0)}}
+	dir := t.TempDir()
+	writeResults(t, dir, map[string]Result{"gpuos-hp-interleaved": gpuos, "native-hp-interleaved": native})
+	marks := "native-interleaved-start cpu  100 0 50 10000 0 0 0 10 0 0\n" +
+		"native-interleaved-end cpu  200 0 100 19800 0 0 0 20 0 0\n" +
+		"gpuos-interleaved-start cpu  1000 0 500 20000 0 0 10 100 0 0\n" +
+		"gpuos-interleaved-end cpu  2000 0 1000 28100 0 0 10 500 0 0\n" +
+		"gpuos-other-start cpu 1 2\n" // a short line: left out
+	if err := os.WriteFile(filepath.Join(dir, "cpustat.txt"), []byte(marks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	report(dir, &out)
+	for _, want := range []string{
+		"gpuos, interleaved: slow episodes (8+ requests in a row over 2x the median) in the alone phases 1 (5.0% of their requests), in the loaded phases 2 (10.5%)",
+		"native, interleaved: slow episodes (8+ requests in a row over 2x the median) in the alone phases 0 (0.0% of their requests), in the loaded phases 0 (0.0%)",
+		"host steal during gpuos's interleaved scenario: 4.00% of the CPUs' time (busy 15.0%)",
+		"host steal during native's interleaved scenario: 0.10% of the CPUs' time (busy 1.5%)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}

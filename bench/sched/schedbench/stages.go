@@ -120,6 +120,7 @@ func stages(dir, label string, phase, settle time.Duration, w io.Writer) error {
 		}
 		fmt.Fprintln(w)
 	}
+	printEpisodes(w, groups, order)
 	return nil
 }
 
@@ -161,7 +162,7 @@ func stageGroups(tr []traceRow, launches, syncs []stampRow, phase, settle time.D
 		o := off(r.launch)
 		us := func(ns int64) float64 { return float64(ns) / 1e3 }
 		groups[g] = append(groups[g], map[string]float64{
-			"total": us(r.synced - r.launch), "L->R": us(R - r.launch), "R->I0": us(I0 - R), "I0->I1": us(I1 - I0),
+			atKey: us(r.launch - t0), "total": us(r.synced - r.launch), "L->R": us(R - r.launch), "R->I0": us(I0 - R), "I0->I1": us(I1 - I0),
 			"I0->GS": (float64(r.gpuStart-I0) - o) / 1e3, "GS->GE": us(r.gpuEnd - r.gpuStart),
 			"GE->SS": (float64(SS-r.gpuEnd) + o) / 1e3, "SS->C": us(r.synced - SS),
 			"R->SR": us(SR - R), "SR->SI": us(SI - SR), "max(I1,SI)->SS": us(SS - max(I1, SI)),
@@ -347,3 +348,61 @@ func readCSV(path string) ([][]string, error) {
 }
 
 var errEmpty = errors.New("empty file")
+
+// atKey is a row's launch time, µs from the first request's: not a stage.
+const atKey = "at"
+
+// findEpisodes returns the episodes (episodes.go) among rows, in launch
+// order, by their totals.
+func findEpisodes(rows []map[string]float64) []episode {
+	totals := make([]float64, len(rows))
+	for i, r := range rows {
+		totals[i] = r["total"]
+	}
+	return slowRuns(totals, episodeLimit(totals))
+}
+
+func printEpisodes(w io.Writer, groups map[string][]map[string]float64, order []string) {
+	for _, g := range order {
+		rows := groups[g]
+		eps := findEpisodes(rows)
+		if len(eps) == 0 {
+			continue
+		}
+		in := map[int]bool{}
+		var starts []float64
+		for _, e := range eps {
+			for _, i := range e {
+				in[i] = true
+			}
+			starts = append(starts, rows[e[0]][atKey])
+		}
+		var inside, outside []map[string]float64
+		for i, r := range rows {
+			if in[i] {
+				inside = append(inside, r)
+			} else {
+				outside = append(outside, r)
+			}
+		}
+		var gaps []float64
+		for i := 1; i < len(starts); i++ {
+			gaps = append(gaps, (starts[i]-starts[i-1])/1e3)
+		}
+		slices.Sort(gaps)
+		fmt.Fprintf(w, "  %s, episodes (%d+ requests over %.0fx the median, each within %d of the last): %d, holding %d requests (%.1f%%)",
+			g, episodeMin, episodeFactor, episodeGap, len(eps), len(inside), 100*float64(len(inside))/float64(len(rows)))
+		if len(gaps) > 0 {
+			fmt.Fprintf(w, ", starts %.0f ms apart at the median", at(gaps, 50))
+		}
+		fmt.Fprintf(w, "\n  %s, median stage (us) in episodes / outside:", g)
+		for _, st := range append([]string{"total"}, pathStages...) {
+			a, b := column(inside, st), column(outside, st)
+			if len(a) == 0 || len(b) == 0 {
+				continue
+			}
+			fmt.Fprintf(w, " %s %.1f/%.1f", st, at(a, 50), at(b, 50))
+		}
+		fmt.Fprintln(w)
+	}
+}

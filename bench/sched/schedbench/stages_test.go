@@ -159,3 +159,52 @@ func TestStagesReport(t *testing.T) {
 		t.Error("stages of a directory without the files: no error")
 	}
 }
+
+// Runs of slow requests are reported as episodes: how many, how far apart,
+// and each stage's median inside against outside them. A run shorter than
+// episodeMin is not one, and a quick request inside a run does not split it.
+func TestStagesEpisodes(t *testing.T) {
+	var reqs []request
+	slow := func(i int) bool {
+		switch {
+		case i >= 50 && i < 60 && i != 55: // 9 slow, one quick among them
+			return true
+		case i >= 250 && i < 258: // 8 slow
+			return true
+		case i >= 150 && i < 155: // 5 slow: too few
+			return true
+		}
+		return false
+	}
+	for i := range 400 {
+		r := request{at: time.Duration(i) * time.Millisecond, recv: 5, issue0: 12, issue1: 18, gs: 15, ge: 35, syncRecv: 20, syncIssued: 20.5, synced: 37, back: 41}
+		if slow(i) { // 100 µs more on the way in
+			r.recv, r.issue0, r.issue1, r.gs, r.ge, r.syncRecv, r.syncIssued, r.synced, r.back = 105, 112, 118, 115, 135, 120, 120.5, 137, 141
+		}
+		reqs = append(reqs, r)
+	}
+	dir := writeRun(t, reqs)
+	tr, err := readTrace(filepath.Join(dir, "gpuos-hp-interleaved.trace.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	launches, _ := readStamps(filepath.Join(dir, "latency.log.csv"), "tenant hp", 3)
+	syncs, _ := readStamps(filepath.Join(dir, "latency.log.sync.csv"), "tenant hp", 3)
+	groups, _ := stageGroups(tr, launches, syncs, 0, 0)
+	eps := findEpisodes(groups["all"])
+	if len(eps) != 2 || len(eps[0]) != 9 || eps[0][0] != 50 || len(eps[1]) != 8 || eps[1][0] != 250 {
+		t.Fatalf("episodes %v, want two: 9 requests from 50 and 8 from 250", eps)
+	}
+	var out bytes.Buffer
+	if err := runStages([]string{"--phase", "0", dir}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"all, episodes (8+ requests over 2x the median, each within 3 of the last): 2, holding 17 requests (4.2%), starts 200 ms apart at the median",
+		"total 141.0/41.0 L->R 105.0/5.0 R->I0 7.0/7.0",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+)
+
+// An episode is a run of slow requests in a row: each over episodeFactor
+// times the run's median latency and at most episodeGap requests after the
+// last, episodeMin or more of them. On some hosts the service's P99 is set
+// by such runs (tens of requests in a row, every stage slower, while the
+// host takes CPU time from the virtual machine: bench/RESULTS.md, session
+// 18) more than by single slow requests, so the report counts them for
+// both stacks, and stages says which stages they slowed.
+const (
+	episodeFactor = 2.0
+	episodeGap    = 3
+	episodeMin    = 8
+)
+
+// episode is the indexes of one episode's slow requests.
+type episode []int
+
+// episodeLimit is the latency over which a request counts as slow: episodeFactor
+// times the median of xs (0 when xs is empty).
+func episodeLimit(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return episodeFactor * at(s, 50)
+}
+
+// slowRuns returns the episodes of xs (latencies in the order they were
+// measured) over limit.
+func slowRuns(xs []float64, limit float64) []episode {
+	var out []episode
+	var cur episode
+	for i, x := range xs {
+		if x <= limit {
+			continue
+		}
+		if len(cur) > 0 && i-cur[len(cur)-1] > episodeGap {
+			if len(cur) >= episodeMin {
+				out = append(out, cur)
+			}
+			cur = nil
+		}
+		cur = append(cur, i)
+	}
+	if len(cur) >= episodeMin {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// phaseEpisodes counts an interleaved run's episodes (phases_us: alone
+// phases at even indexes, loaded at odd), each found within its phase, over
+// the run's whole median.
+type phaseEpisodes struct {
+	alone, loaded         int // episodes
+	aloneReqs, loadedReqs int // requests in them
+	aloneAll, loadedAll   int // requests
+}
+
+func countPhaseEpisodes(phases [][]float64) phaseEpisodes {
+	var all []float64
+	for _, p := range phases {
+		all = append(all, p...)
+	}
+	limit := episodeLimit(all)
+	var c phaseEpisodes
+	for k, p := range phases {
+		n, reqs := 0, 0
+		for _, e := range slowRuns(p, limit) {
+			n++
+			reqs += len(e)
+		}
+		if k%2 == 0 {
+			c.alone, c.aloneReqs, c.aloneAll = c.alone+n, c.aloneReqs+reqs, c.aloneAll+len(p)
+		} else {
+			c.loaded, c.loadedReqs, c.loadedAll = c.loaded+n, c.loadedReqs+reqs, c.loadedAll+len(p)
+		}
+	}
+	return c
+}
+
+// printPhaseEpisodes prints one stack's line of episodes, if it has phases.
+func printPhaseEpisodes(w io.Writer, stack string, phases [][]float64) {
+	if len(phases) < 2 {
+		return
+	}
+	c := countPhaseEpisodes(phases)
+	pct := func(a, b int) float64 {
+		if b == 0 {
+			return 0
+		}
+		return 100 * float64(a) / float64(b)
+	}
+	fmt.Fprintf(w, "%s, interleaved: slow episodes (%d+ requests in a row over %.0fx the median) in the alone phases %d (%.1f%% of their requests), in the loaded phases %d (%.1f%%)\n",
+		stack, episodeMin, episodeFactor, c.alone, pct(c.aloneReqs, c.aloneAll), c.loaded, pct(c.loadedReqs, c.loadedAll))
+}
