@@ -46,6 +46,7 @@ one() { # NAME ENV CLIENT_ENV
 	local name=$1 env=$2 o=$OUT/$1
 	CLIENT_ENV=$3
 	rm -rf "$o"; mkdir -p "$o"
+	date +%s.%N > "$o/serve.start" # for lining up the daemon's own clock (e.g. GODEBUG=gctrace=1's @s)
 	# shellcheck disable=SC2086 # ENV is a list of assignments
 	env GPUOS_LATENCY_LOG="$o/latency.log" GPUOS_STALL_TRACE= $env "$BIN/gpuos" serve --backend cuda \
 		--config "$OUT/sched.yaml" --socket "$GPUOS_SOCKET" > "$o/serve.log" 2>&1 &
@@ -53,6 +54,7 @@ one() { # NAME ENV CLIENT_ENV
 	for _ in $(seq 1 100); do GPUOS_TOKEN=hp "$BIN/gpuos" policy list > /dev/null 2>&1 && break; sleep 0.2; done
 	GPUOS_TOKEN=hp "$BIN/gpuos" policy use priority > /dev/null
 	start_in $WARM
+	date +%s.%N > "$o/clients.start"
 	sb be1 be "${BE[@]}" "${IL[@]}" --label il > "$o/be1.json" 2> "$o/be1.err" & local b1=$!
 	sb be2 be "${BE[@]}" "${IL[@]}" --label il > "$o/be2.json" 2> "$o/be2.err" & local b2=$!
 	# shellcheck disable=SC2086 # HP_ARGS is a list of arguments

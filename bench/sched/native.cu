@@ -11,6 +11,8 @@
 //   --phase: the window alternates phases of P ms, alone first, then loaded;
 //   be saturates only in loaded phases, hp reports both, leaving out its
 //   requests in the first S ms (default 25) of an alone phase)
+//   (hp --trace FILE: each measured request's launch and return, Unix ns, in
+//   schedbench's trace format with no GPU times)
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,12 @@ static double now_s(void) {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static long long unix_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 struct latency { size_t n; double p50, p90, p99, max, mean; };
@@ -71,6 +79,7 @@ int main(int argc, char **argv) {
 		return 2;
 	}
 	double start_at = flag(argc, argv, "--start-at", 0); // unix seconds: measure from then (same window in every process)
+	const char *trace = sflag(argc, argv, "--trace", NULL);
 
 	unsigned *done;
 	CHECK(cudaMalloc(&done, 4096));
@@ -88,6 +97,8 @@ int main(int argc, char **argv) {
 
 	if (hp) {
 		std::vector<double> lat, alone; // alone: the alone phases of an interleaved run
+		std::vector<long long> stamps;  // --trace: launch, returned (Unix ns)
+		std::vector<std::vector<double>> phases; // interleaved: the counted latencies by phase, as schedbench's phases_us
 		double start = now_s(), next = start;
 		while (now_s() - start < warmup + duration) {
 			double w = next - now_s();
@@ -101,10 +112,25 @@ int main(int argc, char **argv) {
 			CHECK(cudaStreamSynchronize(st));
 			double d = now_s() - t0, since = t0 - start - warmup;
 			if (since < 0) continue;
+			if (trace) {
+				long long back = unix_ns();
+				stamps.push_back(back - (long long)(d * 1e9));
+				stamps.push_back(back);
+			}
 			if (phase <= 0) { lat.push_back(d * 1e6); continue; }
 			long k = (long)(since / phase);
 			if (k % 2 == 1) lat.push_back(d * 1e6);
 			else if (since - k * phase >= settle) alone.push_back(d * 1e6);
+			else continue;
+			if ((long)phases.size() <= k) phases.resize(k + 1);
+			phases[k].push_back(d * 1e6);
+		}
+		if (trace) {
+			FILE *f = fopen(trace, "w");
+			if (!f) { perror(trace); return 1; }
+			fprintf(f, "launch_ns,synced_ns,gpu_start_ns,gpu_end_ns\n");
+			for (size_t i = 0; i + 1 < stamps.size(); i += 2) fprintf(f, "%lld,%lld,0,0\n", stamps[i], stamps[i + 1]);
+			fclose(f);
 		}
 		latency l = summarize(lat);
 		printf("{\"mode\":\"hp\",\"stack\":\"native\",\"label\":\"%s\",\"samples\":%zu,\"p50_us\":%.3f,\"p90_us\":%.3f,\"p99_us\":%.3f,\"max_us\":%.3f,\"mean_us\":%.3f",
@@ -113,6 +139,13 @@ int main(int argc, char **argv) {
 			latency a = summarize(alone);
 			printf(",\"phase_ms\":%.3f,\"alone\":{\"samples\":%zu,\"p50_us\":%.3f,\"p90_us\":%.3f,\"p99_us\":%.3f,\"max_us\":%.3f,\"mean_us\":%.3f}",
 				phase * 1e3, a.n, a.p50, a.p90, a.p99, a.max, a.mean);
+			printf(",\"phases_us\":[");
+			for (size_t k = 0; k < phases.size(); k++) {
+				printf("%s[", k ? "," : "");
+				for (size_t i = 0; i < phases[k].size(); i++) printf("%s%.3f", i ? "," : "", phases[k][i]);
+				printf("]");
+			}
+			printf("]");
 		}
 		printf("}\n");
 		return 0;

@@ -85,6 +85,18 @@ hiccups() {
 }
 hiccups hiccup-before
 
+# cpumark NAME [AT]: the CPUs' time counters (/proc/stat's cpu line) into
+# OUT/cpustat.txt, now or at Unix time AT (in the background): the report
+# prints the steal (time the hypervisor ran something else while a CPU of
+# this machine had work) between NAME-start and NAME-end.
+cpumark() {
+	if [[ -n ${2:-} ]]; then
+		(sleep "$(awk -v at="$2" -v now="$(date +%s.%N)" 'BEGIN { d = at - now; print (d > 0 ? d : 0) }')"; cpumark "$1") &
+		return
+	fi
+	echo "$1 $(grep '^cpu ' /proc/stat)" >> "$OUT/cpustat.txt"
+}
+
 echo "== native baseline (three processes, no gpuos)"
 nvcc -O2 -arch="$ARCH" -o "$OUT/native" bench/sched/native.cu
 # Concurrent processes measure the same window: from START (set per scenario)
@@ -103,8 +115,10 @@ if [[ $PHASE != 0 ]]; then
 	echo "   interleaved: best effort idle and saturating by turns of $PHASE ms"; start_in "$WARM"
 	IL=(--phase-ms "$PHASE" --settle-ms "$SETTLE")
 	export RUNDUR=$ILDUR
+	cpumark native-interleaved-start "$START"
 	be_native interleaved "${IL[@]}" > "$OUT/native-be-interleaved-1.json" & be_native interleaved "${IL[@]}" > "$OUT/native-be-interleaved-2.json" &
 	hp_native interleaved "${IL[@]}" > "$OUT/native-hp-interleaved.json"
+	cpumark native-interleaved-end
 	wait
 	unset RUNDUR
 fi
@@ -176,7 +190,10 @@ if [[ $PHASE != 0 ]]; then
 	be_gpuos be1 interleaved "${IL[@]}" > "$OUT/gpuos-be-interleaved-1.json" 2> "$OUT/gpuos-be-interleaved-1.err" & A=$!
 	be_gpuos be2 interleaved "${IL[@]}" > "$OUT/gpuos-be-interleaved-2.json" 2> "$OUT/gpuos-be-interleaved-2.err" & B=$!
 	hp_gpuos interleaved "${IL[@]}" > "$OUT/gpuos-hp-interleaved.json" 2> "$OUT/gpuos-hp-interleaved.err" & C=$!
-	watch $A $B $C
+	cpumark gpuos-interleaved-start "$START"
+	watch $C
+	cpumark gpuos-interleaved-end
+	watch $A $B
 	unset RUNDUR
 fi
 for pol in fair band; do
