@@ -34,6 +34,16 @@ type Device struct {
 	closed atomic.Bool
 	lost   atomic.Pointer[error] // the ErrContextLost error, once lost
 
+	// coherent orders, for Go's memory model, every command's start after
+	// the end of each command that ended before it: a command passes through
+	// it when it starts and when its work is done. Device memory is coherent
+	// across streams once work has completed, as on a GPU; without this, a
+	// host that learned of a completion through memory the race detector
+	// cannot follow (a fence word seen through a second mapping of the
+	// completion page) and then copied the results on another stream would
+	// be reported as racing with the kernel that wrote them.
+	coherent sync.Mutex
+
 	// Virtual clock, in nanoseconds since Open.
 	floor atomic.Uint64 // host synchronization point: later work starts no earlier
 	vtime atomic.Uint64 // latest end time of completed work

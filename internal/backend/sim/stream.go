@@ -275,10 +275,14 @@ func (s *Stream) exec(c *cmd) {
 		<-c.hold
 	}
 	c.start, c.end = ready, ready
+	d.coherent.Lock() // see what every command ended so far wrote
+	d.coherent.Unlock()
 	err := d.check()
 	if err == nil {
 		err = s.do(c)
 	}
+	d.coherent.Lock() // and publish what this one wrote
+	d.coherent.Unlock()
 	if c.kind == cmdLaunch {
 		c.fn.mod.unpin()
 	}
