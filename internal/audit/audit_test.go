@@ -402,3 +402,97 @@ func ExampleLogger() {
 	// Output:
 	// {"time":"2025-11-22T07:00:00Z","kind":"deny","tenant":"alice","session":7,"pid":4242,"uid":1000,"code":"permission denied","error":"permission denied: session lacks launch"}
 }
+
+// A deferred event waits for the writer's next event, a Flush, a Close or
+// DeferFor, whichever comes first, and is then written whole.
+func TestDefer(t *testing.T) {
+	t.Run("written with the next logged event", func(t *testing.T) {
+		var out syncBuffer
+		l := New(&out, Options{DeferFor: time.Hour})
+		l.Defer(Event{Kind: KindLaunch, Object: 1})
+		l.Log(Event{Kind: KindDeny, Object: 2})
+		waitWritten(t, l, 2)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		recs, malformed, err := Query(strings.NewReader(out.String()), Filter{})
+		if err != nil || malformed != 0 || len(recs) != 2 {
+			t.Fatalf("%d records, %d malformed, %v; want 2", len(recs), malformed, err)
+		}
+		if recs[0].Event.Object != 1 || recs[1].Event.Object != 2 {
+			t.Errorf("written %d then %d; want the deferred 1 before 2", recs[0].Event.Object, recs[1].Event.Object)
+		}
+	})
+	t.Run("not before DeferFor, then without help", func(t *testing.T) {
+		var out syncBuffer
+		l := New(&out, Options{DeferFor: 50 * time.Millisecond})
+		start := time.Now()
+		l.Defer(Event{Kind: KindLaunch})
+		l.Defer(Event{Kind: KindCopy})
+		waitWritten(t, l, 2)
+		if waited := time.Since(start); waited < 50*time.Millisecond {
+			t.Errorf("written after %v; want DeferFor (50ms) or more", waited)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("flush and close write them", func(t *testing.T) {
+		var out syncBuffer
+		l := New(&out, Options{DeferFor: time.Hour})
+		l.Defer(Event{Kind: KindLaunch})
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if l.Written() != 1 {
+			t.Errorf("after Flush %d written; want 1", l.Written())
+		}
+		l.Defer(Event{Kind: KindCopy})
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if l.Written() != 2 || !strings.Contains(out.String(), `"kind":"copy"`) {
+			t.Errorf("after Close %d written; want 2:\n%s", l.Written(), out.String())
+		}
+		l.Defer(Event{Kind: KindLaunch})
+		if l.Dropped() != 1 {
+			t.Errorf("Defer after Close: Dropped = %d; want 1", l.Dropped())
+		}
+	})
+	t.Run("bounded by the queue's size", func(t *testing.T) {
+		var out syncBuffer
+		l := New(&out, Options{Queue: 4, DeferFor: time.Hour})
+		for range 10 {
+			l.Defer(Event{Kind: KindLaunch})
+		}
+		if l.Dropped() != 6 {
+			t.Errorf("Dropped = %d; want 6 (4 wait)", l.Dropped())
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		recs, _, _ := Query(strings.NewReader(out.String()), Filter{})
+		launches, summarised := 0, 0.0
+		for _, r := range recs {
+			switch r.Event.Kind {
+			case KindLaunch:
+				launches++
+			case KindDropped:
+				summarised += r.Event.Detail["dropped"].(float64)
+			}
+		}
+		if launches != 4 || summarised != 6 {
+			t.Errorf("%d launches written, %v summarised as dropped; want 4 and 6", launches, summarised)
+		}
+	})
+}
+
+// waitWritten waits until l has written n lines, failing after 10 s.
+func waitWritten(t *testing.T, l *Logger, n uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); l.Written() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d lines written after 10 s; want %d", l.Written(), n)
+		}
+	}
+}

@@ -9,14 +9,18 @@
 // and its driver processes can share one file and lines never interleave.
 // When the queue is full an event is dropped and counted; the writer then
 // logs an "audit.dropped" record with the count, so a gap is never silent.
+// Defer queues an event without waking the writer (it is written with the
+// next one, or within Options.DeferFor): for events logged on a
+// latency-critical path, where each wake-up of the writer costs the caller.
 //
 // A Reader reads a log back, line by line, for `gpuos audit` and the
 // manager's AuditQuery; Query filters it by time, tenant and kind.
 //
 // # Concurrency and lock order
 //
-// Logger.mu (a RWMutex) guards the queue's closing: Log and Flush hold it for
-// reading while they enqueue, Close for writing while it closes the queue. It
-// is the only lock; the writer goroutine takes none. A Reader is not safe for
-// concurrent use.
+// Logger.mu (a RWMutex) guards the queue's closing: Log, Defer, Flush and the
+// deferral timer hold it for reading while they enqueue, Close for writing
+// while it closes the queue. Logger.deferMu guards the deferred events and
+// comes after mu; the writer goroutine takes only deferMu, to take the
+// deferred events. A Reader is not safe for concurrent use.
 package audit

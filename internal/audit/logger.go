@@ -19,17 +19,23 @@ type Options struct {
 	MaxLine int
 	// Now stamps events logged with a zero Time (default time.Now).
 	Now func() time.Time
+	// DeferFor is how long an event given to Defer may wait before the
+	// writer is woken for it (default 100ms).
+	DeferFor time.Duration
 }
 
 const (
-	defaultQueue   = 4096
-	defaultMaxLine = 16 << 10
+	defaultQueue    = 4096
+	defaultMaxLine  = 16 << 10
+	defaultDeferFor = 100 * time.Millisecond
 )
 
-// item is one queued event, or a flush request when ack is not nil.
+// item is one queued event, a flush request when ack is not nil, or, when
+// drain is set, only a nudge to write the deferred events.
 type item struct {
-	ev  Event
-	ack chan error
+	ev    Event
+	ack   chan error
+	drain bool
 }
 
 // A Logger appends events to an audit log without blocking its callers. Its
@@ -44,9 +50,18 @@ type Logger struct {
 	closed bool // guarded by mu
 	queue  chan item
 
-	dropped atomic.Uint64 // events Log could not queue, ever
+	dropped atomic.Uint64 // events Log or Defer could not queue, ever
 	written atomic.Uint64 // lines written, summaries included
 	done    chan struct{} // closed when the writer goroutine exits
+
+	// Deferred events (Defer), written by the writer before the next item
+	// it takes; the timer sends that item (drain) DeferFor after the first.
+	deferMu  sync.Mutex
+	deferred []Event // guarded by deferMu
+	armed    bool    // guarded by deferMu: the timer runs
+	deferFor time.Duration
+	maxQueue int
+	timer    *time.Timer
 
 	// Owned by the writer goroutine.
 	reported uint64 // drops already summarised
@@ -64,13 +79,20 @@ func New(w io.Writer, opts Options) *Logger {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	l := &Logger{
-		w:       w,
-		maxLine: opts.MaxLine,
-		now:     opts.Now,
-		queue:   make(chan item, opts.Queue),
-		done:    make(chan struct{}),
+	if opts.DeferFor <= 0 {
+		opts.DeferFor = defaultDeferFor
 	}
+	l := &Logger{
+		w:        w,
+		maxLine:  opts.MaxLine,
+		now:      opts.Now,
+		queue:    make(chan item, opts.Queue),
+		done:     make(chan struct{}),
+		deferFor: opts.DeferFor,
+		maxQueue: opts.Queue,
+	}
+	l.timer = time.AfterFunc(time.Hour, l.nudge)
+	l.timer.Stop()
 	go l.run()
 	return l
 }
@@ -108,7 +130,63 @@ func (l *Logger) Log(e Event) {
 	}
 }
 
-// Dropped returns how many events Log has dropped so far.
+// Defer queues e like Log but does not wake the writer for it: e is written
+// with the next event Log queues, at a Flush or Close, or at the latest
+// Options.DeferFor after the first deferred event still waiting. It is for
+// events logged on a latency-critical path (a launch, a copy), where waking
+// the writer's goroutine, a thread on another CPU, costs the caller more
+// than the event is worth. Deferred events may be written after events Log
+// queued later; each carries its own Time.
+func (l *Logger) Defer(e Event) {
+	if e.Time.IsZero() {
+		e.Time = l.now()
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		l.dropped.Add(1)
+		return
+	}
+	l.deferMu.Lock()
+	defer l.deferMu.Unlock()
+	if len(l.deferred) >= l.maxQueue {
+		l.dropped.Add(1)
+		return
+	}
+	l.deferred = append(l.deferred, e)
+	if !l.armed {
+		l.armed = true
+		l.timer.Reset(l.deferFor)
+	}
+}
+
+// nudge, the timer's function, asks the writer to write the deferred
+// events. If the queue is full the writer has items to take, and writes
+// them before the next one anyway.
+func (l *Logger) nudge() {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return
+	}
+	select {
+	case l.queue <- item{drain: true}:
+	default:
+	}
+}
+
+// writeDeferred writes the deferred events (the writer goroutine).
+func (l *Logger) writeDeferred() {
+	l.deferMu.Lock()
+	evs := l.deferred
+	l.deferred, l.armed = nil, false
+	l.deferMu.Unlock()
+	for _, e := range evs {
+		l.write(e)
+	}
+}
+
+// Dropped returns how many events Log and Defer have dropped so far.
 func (l *Logger) Dropped() uint64 { return l.dropped.Load() }
 
 // Written returns how many lines have been written so far.
@@ -152,13 +230,18 @@ func (l *Logger) Close() error {
 func (l *Logger) run() {
 	defer close(l.done)
 	for it := range l.queue {
+		l.writeDeferred()
 		l.summariseDrops()
-		if it.ack != nil {
+		switch {
+		case it.drain:
+		case it.ack != nil:
 			it.ack <- l.err
-			continue
+		default:
+			l.write(it.ev)
 		}
-		l.write(it.ev)
 	}
+	l.timer.Stop()
+	l.writeDeferred()
 	l.summariseDrops()
 }
 
