@@ -6,7 +6,11 @@
 // rights admit (v1.Admit, from the one message table). Buffers live in the
 // session's memory window (mem), device work goes through the scheduler (sched)
 // to backend streams, and every state-changing call is charged to the session's
-// ledger and written to the audit log.
+// ledger and written to the audit log. Launches and copies are sampled there
+// (a burst of 10, then one per 10 ms per session, the rest counted in the next
+// record's suppressed_before) and queued without waking the log's writer
+// (audit.Logger.Defer), so that auditing costs a latency-critical session no
+// wake-up of another thread.
 //
 // A session that ends — closed, killed, or its client crashed mid-call — has its
 // table closed, which revokes everything it held and runs each object's cleanup

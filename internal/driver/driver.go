@@ -204,6 +204,14 @@ func (d *Driver) audit(e audit.Event) {
 	}
 }
 
+// auditDeferred logs a hot-path event without waking the audit writer
+// (audit.Logger.Defer).
+func (d *Driver) auditDeferred(e audit.Event) {
+	if d.opts.Audit != nil {
+		d.opts.Audit.Defer(e)
+	}
+}
+
 func (d *Driver) tenant(name string, quota uint64, weight, priority int) (*tenantState, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
