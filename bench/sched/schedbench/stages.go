@@ -121,7 +121,33 @@ func stages(dir, label string, phase, settle time.Duration, w io.Writer) error {
 		fmt.Fprintln(w)
 	}
 	printEpisodes(w, groups, order)
+	printSecondStart(w, tr)
 	return nil
+}
+
+// printSecondStart compares the requests started in the first 100 ms of
+// their wall-clock second with the rest: work done once a second (such as
+// the audit log's sampling before session 18) shows there.
+func printSecondStart(w io.Writer, tr []traceRow) {
+	var first, rest []float64
+	for _, r := range tr {
+		if r.synced == 0 {
+			continue
+		}
+		x := float64(r.synced-r.launch) / 1e3
+		if r.launch%int64(time.Second) < int64(100*time.Millisecond) {
+			first = append(first, x)
+		} else {
+			rest = append(rest, x)
+		}
+	}
+	if len(first) == 0 || len(rest) == 0 {
+		return
+	}
+	slices.Sort(first)
+	slices.Sort(rest)
+	fmt.Fprintf(w, "  by start within its second (us): first 100 ms p50 %.1f p90 %.1f (%d requests); the rest p50 %.1f p90 %.1f (%d)\n",
+		at(first, 50), at(first, 90), len(first), at(rest, 50), at(rest, 90), len(rest))
 }
 
 // stageGroups matches each traced request with the launch command and the

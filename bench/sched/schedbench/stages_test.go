@@ -208,3 +208,24 @@ func TestStagesEpisodes(t *testing.T) {
 		}
 	}
 }
+
+// Requests started in the first 100 ms of their wall-clock second are
+// compared with the rest, so work done once a second shows.
+func TestStagesSecondStart(t *testing.T) {
+	var reqs []request
+	for i := range 300 { // from a second's start, 1 ms apart
+		r := request{at: time.Duration(i) * time.Millisecond, recv: 5, issue0: 12, issue1: 18, gs: 15, ge: 35, syncRecv: 20, syncIssued: 20.5, synced: 37, back: 41}
+		if i < 100 {
+			r.back = 91
+		}
+		reqs = append(reqs, r)
+	}
+	var out bytes.Buffer
+	if err := runStages([]string{"--phase", "0", writeRun(t, reqs)}, &out); err != nil {
+		t.Fatal(err)
+	}
+	want := "by start within its second (us): first 100 ms p50 91.0 p90 91.0 (100 requests); the rest p50 41.0 p90 41.0 (200)"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
+	}
+}
