@@ -379,15 +379,38 @@ var errEmpty = errors.New("empty file")
 const atKey = "at"
 
 // findEpisodes returns the episodes (episodes.go) among rows, in launch
-// order, by their totals.
+// order, by their totals. A group's rows may come from several phases: an
+// episode does not run on across a gap of more than episodeSplit between
+// two rows' launches.
 func findEpisodes(rows []map[string]float64) []episode {
 	totals := make([]float64, len(rows))
 	for i, r := range rows {
 		totals[i] = r["total"]
 	}
-	return slowRuns(totals, episodeLimit(totals))
+	limit := episodeLimit(totals)
+	var out []episode
+	from := 0
+	for i := 1; i <= len(rows); i++ {
+		if i < len(rows) && rows[i][atKey]-rows[i-1][atKey] <= episodeSplit {
+			continue
+		}
+		for _, e := range slowRuns(totals[from:i], limit) {
+			for k := range e {
+				e[k] += from
+			}
+			out = append(out, e)
+		}
+		from = i
+	}
+	return out
 }
 
+// episodeSplit, in µs, is a gap between two requests that ends an episode:
+// longer than any request, shorter than a phase.
+const episodeSplit = 50_000
+
+// printEpisodes prints, per phase group that had episodes, how many and how
+// far apart, and each path stage's median inside them against outside.
 func printEpisodes(w io.Writer, groups map[string][]map[string]float64, order []string) {
 	for _, g := range order {
 		rows := groups[g]

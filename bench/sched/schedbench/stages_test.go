@@ -229,3 +229,28 @@ func TestStagesSecondStart(t *testing.T) {
 		t.Errorf("report lacks %q:\n%s", want, out.String())
 	}
 }
+
+// An episode does not run on across the gap between two phases of a group.
+func TestEpisodesSplitAtGaps(t *testing.T) {
+	var rows []map[string]float64
+	for i := range 40 {
+		at := float64(i) * 1000 // µs
+		if i >= 20 {
+			at += 500_000 // the next phase of the group
+		}
+		total := 40.0
+		if i >= 15 && i < 25 { // 5 slow at the end of one phase, 5 at the start of the next
+			total = 200
+		}
+		rows = append(rows, map[string]float64{atKey: at, "total": total})
+	}
+	if eps := findEpisodes(rows); len(eps) != 0 {
+		t.Errorf("episodes %v across a phase gap, want none (5 and 5 are too few)", eps)
+	}
+	for i := 25; i < 30; i++ {
+		rows[i]["total"] = 200
+	}
+	if eps := findEpisodes(rows); len(eps) != 1 || len(eps[0]) != 10 || eps[0][0] != 20 {
+		t.Errorf("episodes %v, want one of 10 from 20", eps)
+	}
+}
