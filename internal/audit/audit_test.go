@@ -169,19 +169,7 @@ func TestDropsAreCountedAndSummarised(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	recs, malformed, err := Query(strings.NewReader(w.out.String()), Filter{})
-	if err != nil || malformed != 0 {
-		t.Fatal(malformed, err)
-	}
-	launches, summarised := 0, 0.0
-	for _, r := range recs {
-		switch r.Event.Kind {
-		case KindLaunch:
-			launches++
-		case KindDropped:
-			summarised += r.Event.Detail["dropped"].(float64)
-		}
-	}
+	launches, summarised := launchesAndDrops(t, w.out.String())
 	if launches+int(summarised) != total || uint64(summarised) != dropped {
 		t.Errorf("%d written + %v summarised as dropped; want %d in all, %d dropped", launches, summarised, total, dropped)
 	}
@@ -471,16 +459,7 @@ func TestDefer(t *testing.T) {
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
-		recs, _, _ := Query(strings.NewReader(out.String()), Filter{})
-		launches, summarised := 0, 0.0
-		for _, r := range recs {
-			switch r.Event.Kind {
-			case KindLaunch:
-				launches++
-			case KindDropped:
-				summarised += r.Event.Detail["dropped"].(float64)
-			}
-		}
+		launches, summarised := launchesAndDrops(t, out.String())
 		if launches != 4 || summarised != 6 {
 			t.Errorf("%d launches written, %v summarised as dropped; want 4 and 6", launches, summarised)
 		}
@@ -495,4 +474,23 @@ func waitWritten(t *testing.T, l *Logger, n uint64) {
 			t.Fatalf("%d lines written after 10 s; want %d", l.Written(), n)
 		}
 	}
+}
+
+// launchesAndDrops reads a log back: its launch records, and the events its
+// audit.dropped records say were dropped.
+func launchesAndDrops(t *testing.T, log string) (launches int, dropped float64) {
+	t.Helper()
+	recs, malformed, err := Query(strings.NewReader(log), Filter{})
+	if err != nil || malformed != 0 {
+		t.Fatal(malformed, err)
+	}
+	for _, r := range recs {
+		switch r.Event.Kind {
+		case KindLaunch:
+			launches++
+		case KindDropped:
+			dropped += r.Event.Detail["dropped"].(float64)
+		}
+	}
+	return launches, dropped
 }

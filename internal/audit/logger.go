@@ -60,7 +60,6 @@ type Logger struct {
 	deferred []Event // guarded by deferMu
 	armed    bool    // guarded by deferMu: the timer runs
 	deferFor time.Duration
-	maxQueue int
 	timer    *time.Timer
 
 	// Owned by the writer goroutine.
@@ -89,7 +88,6 @@ func New(w io.Writer, opts Options) *Logger {
 		queue:    make(chan item, opts.Queue),
 		done:     make(chan struct{}),
 		deferFor: opts.DeferFor,
-		maxQueue: opts.Queue,
 	}
 	l.timer = time.AfterFunc(time.Hour, l.nudge)
 	l.timer.Stop()
@@ -113,22 +111,7 @@ func Open(path string, opts Options) (*Logger, error) {
 // Log queues e for writing and returns at once. If e.Time is zero it is
 // stamped now. If the queue is full, or the logger closed, e is dropped and
 // counted. The caller must not modify e.Detail afterwards.
-func (l *Logger) Log(e Event) {
-	if e.Time.IsZero() {
-		e.Time = l.now()
-	}
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if l.closed {
-		l.dropped.Add(1)
-		return
-	}
-	select {
-	case l.queue <- item{ev: e}:
-	default:
-		l.dropped.Add(1)
-	}
-}
+func (l *Logger) Log(e Event) { l.enqueue(e, false) }
 
 // Defer queues e like Log but does not wake the writer for it: e is written
 // with the next event Log queues, at a Flush or Close, or at the latest
@@ -137,7 +120,9 @@ func (l *Logger) Log(e Event) {
 // the writer's goroutine, a thread on another CPU, costs the caller more
 // than the event is worth. Deferred events may be written after events Log
 // queued later; each carries its own Time.
-func (l *Logger) Defer(e Event) {
+func (l *Logger) Defer(e Event) { l.enqueue(e, true) }
+
+func (l *Logger) enqueue(e Event, deferred bool) {
 	if e.Time.IsZero() {
 		e.Time = l.now()
 	}
@@ -147,9 +132,17 @@ func (l *Logger) Defer(e Event) {
 		l.dropped.Add(1)
 		return
 	}
+	if !deferred {
+		select {
+		case l.queue <- item{ev: e}:
+		default:
+			l.dropped.Add(1)
+		}
+		return
+	}
 	l.deferMu.Lock()
 	defer l.deferMu.Unlock()
-	if len(l.deferred) >= l.maxQueue {
+	if len(l.deferred) >= cap(l.queue) {
 		l.dropped.Add(1)
 		return
 	}

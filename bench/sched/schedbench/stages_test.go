@@ -51,6 +51,22 @@ func writeRun(t *testing.T, reqs []request) string {
 	return dir
 }
 
+// readRun reads back the three files writeRun wrote.
+func readRun(t *testing.T, dir string) (tr []traceRow, launches, syncs []stampRow) {
+	t.Helper()
+	tr, err := readTrace(filepath.Join(dir, "gpuos-hp-interleaved.trace.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if launches, err = readStamps(filepath.Join(dir, "latency.log.csv"), "tenant hp", 3); err != nil {
+		t.Fatal(err)
+	}
+	if syncs, err = readStamps(filepath.Join(dir, "latency.log.sync.csv"), "tenant hp", 3); err != nil {
+		t.Fatal(err)
+	}
+	return tr, launches, syncs
+}
+
 // A request's stages come from its own launch and synchronize stamps, with
 // the GPU's clock aligned so that the soonest kernel start after its launch
 // call is the floor; requests are grouped by phase, and one whose window
@@ -76,19 +92,7 @@ func TestStageGroups(t *testing.T) {
 		r.at = time.Duration(i) * 100 * time.Millisecond
 		reqs = append(reqs, r)
 	}
-	dir := writeRun(t, reqs)
-	tr, err := readTrace(filepath.Join(dir, "gpuos-hp-interleaved.trace.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	launches, err := readStamps(filepath.Join(dir, "latency.log.csv"), "tenant hp", 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syncs, err := readStamps(filepath.Join(dir, "latency.log.sync.csv"), "tenant hp", 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, launches, syncs := readRun(t, writeRun(t, reqs))
 
 	groups, order := stageGroups(tr, launches, syncs, 0, 0)
 	if len(order) != 1 || order[0] != "all" {
@@ -184,12 +188,7 @@ func TestStagesEpisodes(t *testing.T) {
 		reqs = append(reqs, r)
 	}
 	dir := writeRun(t, reqs)
-	tr, err := readTrace(filepath.Join(dir, "gpuos-hp-interleaved.trace.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	launches, _ := readStamps(filepath.Join(dir, "latency.log.csv"), "tenant hp", 3)
-	syncs, _ := readStamps(filepath.Join(dir, "latency.log.sync.csv"), "tenant hp", 3)
+	tr, launches, syncs := readRun(t, dir)
 	groups, _ := stageGroups(tr, launches, syncs, 0, 0)
 	eps := findEpisodes(groups["all"])
 	if len(eps) != 2 || len(eps[0]) != 9 || eps[0][0] != 50 || len(eps[1]) != 8 || eps[1][0] != 250 {
