@@ -17,6 +17,9 @@
 #   ROUNDS=N    default 3;  DUR=S default 6;  PHASE=MS default 500;
 #   SETTLE=MS   default 25; RESERVE=N default 8; SMS=N default 132
 #   HP_ARGS="…" more arguments for the service (e.g. --think 40us)
+#   CPU=1       also sample the CPUs (cpustat.py) and print, per phase kind,
+#               busy, steal, the LOC and CAL interrupt rates and the
+#               processes' sleeps (as cpuprobe.sh does)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/gpuos-sched-ab}
@@ -53,6 +56,10 @@ one() { # NAME ENV CLIENT_ENV
 	local daemon=$!
 	for _ in $(seq 1 100); do GPUOS_TOKEN=hp "$BIN/gpuos" policy list > /dev/null 2>&1 && break; sleep 0.2; done
 	GPUOS_TOKEN=hp "$BIN/gpuos" policy use priority > /dev/null
+	local sampler=
+	if [[ ${CPU:-} = 1 ]]; then
+		python3 bench/sched/cpustat.py sample "$o/cpu.jsonl" 0.05 gpuos,schedbench & sampler=$!
+	fi
 	start_in $WARM
 	date +%s.%N > "$o/clients.start"
 	sb be1 be "${BE[@]}" "${IL[@]}" --label il > "$o/be1.json" 2> "$o/be1.err" & local b1=$!
@@ -62,6 +69,7 @@ one() { # NAME ENV CLIENT_ENV
 	wait $b1 $b2
 	GPUOS_TOKEN=hp "$BIN/gpuos" policy tenants > "$o/tenants.txt" 2>&1 || true
 	kill $daemon; wait $daemon 2> /dev/null || true
+	[[ -n $sampler ]] && kill "$sampler"
 	sleep 0.5
 	python3 - "$name" "$o" <<'PY'
 import json, sys
@@ -69,6 +77,10 @@ name, o = sys.argv[1], sys.argv[2]
 r = json.load(open(o + "/gpuos-hp-interleaved.json")); a = r["alone"]
 print(f"{name:10s} P50/P90/P99 alone {a['p50_us']:.1f} {a['p90_us']:.1f} {a['p99_us']:.1f}  loaded {r['p50_us']:.1f} {r['p90_us']:.1f} {r['p99_us']:.1f}  ratio {r['p99_us']/a['p99_us']:.2f}")
 PY
+	"$BIN/schedbench" ratio "$o/gpuos-hp-interleaved.json" | sed 's/^.*: P99/    P99/'
+	if [[ -n $sampler ]]; then
+		python3 bench/sched/cpustat.py phases "$o/cpu.jsonl" "$START" "$(python3 -c "print($PHASE / 1000)")" "$((2 * DUR))" | sed 's/^/    /'
+	fi
 	"$BIN/schedbench" stages --phase "${PHASE}ms" --settle "${SETTLE}ms" "$o" | sed 's/^/    /'
 }
 

@@ -98,6 +98,9 @@
 // they poll before yielding the CPU between polls, and $GPUOS_SYNC_OWN=0
 // leaves their completion events to the scheduler's waiters, and
 // $GPUOS_SYNC_PREFENCE=0 leaves their fences to their synchronizing calls,
+// $GPUOS_SCHED_DEFER_KICK=0 makes their launches wake the scheduler's
+// background goroutine at once rather than once they are answered
+// (sched.Queue.SetDeferredKicks),
 // and $GPUOS_SYNC_LAUNCHFENCE=0 leaves a launch's to after its answer;
 // $GPUOS_SCHED_HIGHSTART=0 records no start event before any high-class
 // command, instead of one in 16 (sched.Options.NoHighClassStart);

@@ -74,6 +74,30 @@ const OwnCompletionsEnv = "GPUOS_SYNC_OWN"
 // driver while the kernel runs.
 func ownCompletions() bool { return os.Getenv(OwnCompletionsEnv) != "0" }
 
+// DeferKickEnv, set to "0", makes a fence-polling session's submissions wake
+// the scheduler's background goroutine at once, as other sessions' do,
+// instead of leaving the wake-up owed until the session's requests are
+// answered (sched.Queue.SetDeferredKicks; for comparing the two on a GPU).
+const DeferKickEnv = "GPUOS_SCHED_DEFER_KICK"
+
+// deferKicks reports whether a session that polls fences defers the
+// background goroutine's wake-ups its submissions owe (payKick).
+func deferKicks() bool { return os.Getenv(DeferKickEnv) != "0" }
+
+// payKick wakes the scheduler's background goroutine if a submission of the
+// session left it owed, once no request of the session waits to be served:
+// after the service's synchronize is answered, not between its launch and
+// its synchronize.
+func (s *Session) payKick() {
+	if !s.queue.KickOwed() {
+		return
+	}
+	if c := s.hot.conn; c != nil && c.Pending() {
+		return
+	}
+	s.queue.Kick()
+}
+
 // PrefenceEnv, set to "0", leaves a fence-polling session's fences to its
 // synchronizing calls (for comparing the two on a GPU).
 const PrefenceEnv = "GPUOS_SYNC_PREFENCE"
@@ -119,6 +143,7 @@ func (s *Session) fenceLaunch(req *wire.Request) bool {
 func (s *Session) answered() {
 	s.reap()
 	s.prefence()
+	s.payKick()
 }
 
 // prefence enqueues a fence on each stream a fence-polling session issued

@@ -485,3 +485,62 @@ func TestLaunchFenceWithPrefence(t *testing.T) {
 		}
 	}
 }
+
+// TestHighClassDefersKicks: a high-class session that polls fences leaves
+// the scheduler's background wake-ups its launches owe (another tenant's
+// work is queued) until its requests are answered, and pays them then:
+// nothing stays owed, and the other tenant's work all completes. With
+// $GPUOS_SCHED_DEFER_KICK=0 its launches wake the goroutine at once.
+func TestHighClassDefersKicks(t *testing.T) {
+	td := newTestDriver(t, 256<<20, Options{Sched: sched.Options{Policy: "priority"}})
+	for name, class := range map[string]sched.Class{"hp": sched.ClassHigh, "be": sched.ClassLow} {
+		if err := td.d.sched.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 1024
+	be := td.session("be", 0)
+	bk := be.loadKernel("vecadd.ptx", "vecadd")
+	bbuf := be.vecaddBuffer(n, func(i int) float32 { return 1 }, func(i int) float32 { return 2 })
+	// served runs rounds of a launch and its synchronize in a new session
+	// of the service, with the best effort's launches queued meanwhile, and
+	// returns how many wake-ups its queue deferred.
+	served := func() uint64 {
+		t.Helper()
+		hp := td.session("hp", 0)
+		hp.useRings()
+		k := hp.loadKernel("vecadd.ptx", "vecadd")
+		buf := hp.vecaddBuffer(n, func(i int) float32 { return float32(i) }, func(i int) float32 { return 1 })
+		for range 32 {
+			be.must(&v1.Launch{Kernel: bk.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1},
+				Params: pack(bk, bbuf.Addr, bbuf.Addr+4*n, bbuf.Addr+8*n, n)}, nil)
+		}
+		for range 8 {
+			hp.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1},
+				Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}, nil)
+			hp.must(&v1.Synchronize{}, nil)
+		}
+		// Paid after the last answer, on the serving goroutine.
+		for deadline := time.Now().Add(10 * time.Second); hp.s.queue.KickOwed(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("a wake-up of the dispatcher still owed after the service's requests were answered")
+			}
+		}
+		be.must(&v1.Synchronize{}, nil) // the best effort's work all completes
+		var out v1.Data
+		hp.must(&v1.BufferRead{Buffer: buf.Handle, Offset: 8 * n, Length: 4 * n}, &out)
+		for i := range n {
+			if got, want := math.Float32frombits(binary.LittleEndian.Uint32(out.Data[4*i:])), float32(i+1); got != want {
+				t.Fatalf("c[%d] = %v, want %v", i, got, want)
+			}
+		}
+		return hp.s.queue.Stats().KicksDeferred
+	}
+	if deferred := served(); deferred == 0 {
+		t.Error("no wake-up deferred: the service's launches found no other work queued, or woke the dispatcher")
+	}
+	t.Setenv(DeferKickEnv, "0")
+	if deferred := served(); deferred != 0 {
+		t.Errorf("with %s=0, %d wake-ups deferred, want 0", DeferKickEnv, deferred)
+	}
+}

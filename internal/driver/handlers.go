@@ -588,8 +588,9 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch, fence bool) error {
 	lc.open = joinable
 	lc.Done = lc.finish(s)
 	s.launchDones.Add(1) // teardown waits for the Done (it reads the program's guard state)
-	if lc.stamps != nil {
-		lc.stamps.submit = time.Now()
+	stamps := lc.stamps
+	if stamps != nil {
+		stamps.submit = time.Now()
 	}
 	if err := s.submit(ctx, &lc.Command); err != nil {
 		s.launchDones.Done() // never queued: no Done
@@ -597,6 +598,9 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch, fence bool) error {
 	}
 	if joinable {
 		s.joinable = lc
+	}
+	if stamps != nil {
+		s.latency.servedAt(stamps.recv, time.Now())
 	}
 	return nil
 }

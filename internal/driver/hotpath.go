@@ -163,17 +163,27 @@ func (s *Session) openRing(m *v1.OpenRing) (v1.Message, []int, error) {
 	if s.d.polling.onHost {
 		opts.Yield = s.d.polling.yield
 	}
-	if poll > 0 && ownCompletions() {
-		// Completions the serving goroutine owns go to the waiters when it
-		// stops polling its ring.
+	own, deferred := poll > 0 && ownCompletions(), poll > 0 && deferKicks()
+	switch {
+	case own && deferred:
+		// Completions the serving goroutine owns go to the waiters, and a
+		// wake-up of the dispatcher it owes is paid, when it stops polling
+		// its ring.
+		opts.OnEmpty = func() { s.queue.HandOff(); s.queue.Kick() }
+	case own:
 		opts.OnEmpty = s.queue.HandOff
+	case deferred:
+		opts.OnEmpty = s.queue.Kick
 	}
 	if err := s.hot.conn.UseRings(shm.Bytes(), sq, cq, opts, func() { shm.Close() }); err != nil {
 		shm.Close()
 		return nil, nil, fmt.Errorf("open rings: %w", err)
 	}
-	if opts.OnEmpty != nil {
+	if own {
 		s.queue.SetOwnCompletions(true)
+	}
+	if deferred {
+		s.queue.SetDeferredKicks(true)
 	}
 	return &v1.RingOpened{SubmitBytes: uint32(sq), CompleteBytes: uint32(cq), SpinNs: uint64(max(spin, 0))}, []int{shm.TakeFD()}, nil
 }

@@ -49,6 +49,7 @@ const latencyMax = 1 << 17
 type launchStamps struct {
 	recv, issue0, issue1, synced, done time.Time
 	submit                             time.Time // handed to the scheduler (after recv, before issue0)
+	served                             time.Time // the handler returned (the serving goroutine free again)
 	expressed                          bool      // the scheduler's express lane issued it
 }
 
@@ -67,6 +68,10 @@ type latencyRec struct {
 	mu       sync.Mutex
 	stamps   chunked[launchStamps]
 	syncs    chunked[syncStamps]
+	// served maps a launch's recv (Unix ns) to when its handler returned:
+	// kept apart from stamps, which the command's Done, on another
+	// goroutine, may take before the handler has returned.
+	served map[int64]int64
 }
 
 // received notes a launch received at recv (on the serving goroutine). A
@@ -129,6 +134,19 @@ func (l *latencyRec) addSync(st syncStamps) {
 	l.mu.Unlock()
 }
 
+// servedAt notes that the handler of the launch received at recv returned
+// at t.
+func (l *latencyRec) servedAt(recv, t time.Time) {
+	l.mu.Lock()
+	if l.served == nil {
+		l.served = make(map[int64]int64)
+	}
+	if len(l.served) < latencyMax {
+		l.served[recv.UnixNano()] = t.UnixNano()
+	}
+	l.mu.Unlock()
+}
+
 func (l *latencyRec) add(st *launchStamps) {
 	l.mu.Lock()
 	l.stamps.add(*st)
@@ -138,9 +156,14 @@ func (l *latencyRec) add(st *launchStamps) {
 // write appends the session's summary to the file at path.
 func (l *latencyRec) write(path, who string) {
 	l.mu.Lock()
-	stamps, syncs := l.stamps.all(), l.syncs.all()
-	l.stamps, l.syncs = chunked[launchStamps]{}, chunked[syncStamps]{}
+	stamps, syncs, served := l.stamps.all(), l.syncs.all(), l.served
+	l.stamps, l.syncs, l.served = chunked[launchStamps]{}, chunked[syncStamps]{}, nil
 	l.mu.Unlock()
+	for i := range stamps {
+		if t, ok := served[stamps[i].recv.UnixNano()]; ok {
+			stamps[i].served = time.Unix(0, t)
+		}
+	}
 	if path == "" || len(stamps) == 0 {
 		return
 	}
@@ -209,7 +232,7 @@ func (l *latencyRec) write(path, who string) {
 
 // writeLatencyCSV appends one row per command: the session, then its stages'
 // times in Unix ns (0: not reached), then whether the express lane issued it,
-// then when it was handed to the scheduler.
+// then when it was handed to the scheduler and when its handler returned.
 func writeLatencyCSV(path, who string, stamps []launchStamps) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
@@ -227,7 +250,7 @@ func writeLatencyCSV(path, who string, stamps []launchStamps) {
 	var b []byte
 	for i := range stamps {
 		s := &stamps[i]
-		b = fmt.Appendf(b, "%q,%d,%d,%d,%d,%d,%t,%d\n", who, ns(s.recv), ns(s.issue0), ns(s.issue1), ns(s.synced), ns(s.done), s.expressed, ns(s.submit))
+		b = fmt.Appendf(b, "%q,%d,%d,%d,%d,%d,%t,%d,%d\n", who, ns(s.recv), ns(s.issue0), ns(s.issue1), ns(s.synced), ns(s.done), s.expressed, ns(s.submit), ns(s.served))
 	}
 	f.Write(b)
 }

@@ -59,8 +59,8 @@ func TestLaunchLatencyStages(t *testing.T) {
 	}
 	for _, row := range rows {
 		f := strings.Split(row, ",")
-		if len(f) != 8 || f[0] != `"test"` || f[6] != "false" {
-			t.Fatalf("row %q: want the session, 5 times, false (not expressed: one tenant) and the submit time", row)
+		if len(f) != 9 || f[0] != `"test"` || f[6] != "false" {
+			t.Fatalf("row %q: want the session, 5 times, false (not expressed: one tenant), the submit time and the handler's return", row)
 		}
 		var prev int64
 		for _, x := range f[1:6] {
@@ -75,6 +75,12 @@ func TestLaunchLatencyStages(t *testing.T) {
 		issue0, _ := strconv.ParseInt(f[2], 10, 64)
 		if submit, err := strconv.ParseInt(f[7], 10, 64); err != nil || submit < recv || submit > issue0 {
 			t.Errorf("row %q: submit time not between receipt and issue", row)
+		}
+		// The handler returned after it handed the command over (here the
+		// dispatcher issues it later, held by the gate).
+		submit, _ := strconv.ParseInt(f[7], 10, 64)
+		if served, err := strconv.ParseInt(f[8], 10, 64); err != nil || served < submit {
+			t.Errorf("row %q: handler's return %q not after the hand-over", row, f[8])
 		}
 	}
 	// And the synchronize's: received, its commands issued, synced, and how

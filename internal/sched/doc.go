@@ -34,7 +34,11 @@
 // the express lane (express.go), while the holder issues nothing else; one
 // that finds the token free issues the high class's commands first and
 // leaves the rest to the background goroutine, and its commands are never
-// left Batched for another goroutine to issue. A synchronizer whose queue
+// left Batched for another goroutine to issue. A queue may defer the
+// background goroutine's wake-up that such a submission owes until its
+// submitter has answered its requests (Queue.SetDeferredKicks, Kick:
+// kick.go), so that a latency-critical service's launch does not wake
+// another goroutine between itself and its synchronize. A synchronizer whose queue
 // is settled takes the streams to synchronize without the lock. For each
 // engine the policy picks among the tenants that have a ready command and
 // room: each tenant may have TenantInFlight commands in flight per engine,

@@ -126,12 +126,13 @@ func (s *Scheduler) expressAction(t *tenant) (action, bool) {
 	return action{kind: actIssue, sq: sq, c: c, e: e}, true
 }
 
-// runForLocked is runLocked for a goroutine serving tenant t (Submit, Flush,
+// runForLocked is runLocked for a goroutine serving queue q (Submit, Flush,
 // WaitIssued). For a high-class tenant with the token free, it issues the
 // high class's commands first and leaves the rest to the background
 // goroutine; when none can go that way (a marker at the front, another
 // stream's batch open on the engine), it dispatches as runLocked does.
-func (s *Scheduler) runForLocked(t *tenant, budget int) (issued int) {
+func (s *Scheduler) runForLocked(q *Queue, budget int) (issued int) {
+	t := q.t
 	if t.class() < ClassHigh || s.dispatching || s.closed || s.opts.NoExpress || s.opts.NoHighFirst {
 		return s.runLocked(budget)
 	}
@@ -152,7 +153,13 @@ func (s *Scheduler) runForLocked(t *tenant, budget int) (issued int) {
 		return s.runLocked(budget)
 	}
 	if s.pendingLocked() {
-		s.kick()
+		if q.deferKicks {
+			if !q.kickOwed.Swap(true) {
+				q.st.KicksDeferred++
+			}
+		} else {
+			s.kick()
+		}
 	}
 	s.clk = 0
 	return issued

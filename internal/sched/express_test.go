@@ -394,3 +394,86 @@ func TestHighClassStart(t *testing.T) {
 		}
 	}
 }
+
+// TestDeferredKicks: a high-class submitter whose queue defers kicks issues
+// its command and leaves another tenant's queued marker for the background
+// goroutine without waking it: the wake-up is owed until Kick (or Close)
+// pays it. Without deferral the submitter wakes it at once. (The policy's
+// tick is an hour away and the service owns its completions, so nothing
+// else wakes the goroutine or dispatches.)
+func TestDeferredKicks(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deferred bool
+		pay      func(svc *sched.Queue)
+	}{
+		{"off", false, nil},
+		{"Kick", true, (*sched.Queue).Kick},
+		{"Close", true, (*sched.Queue).Close},
+		{"SetDeferredKicks(false)", true, func(q *sched.Queue) { q.SetDeferredKicks(false) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServiceSched(t, sched.Options{Device: &fakeDevice{}, TickInterval: time.Hour}, "priority")
+			be := newQueue(t, s, sched.QueueParams{Tenant: "be", Session: 1, Depth: 8})
+			svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 2, Depth: 8, Class: sched.ClassHigh})
+			svc.SetDeferredKicks(tc.deferred)
+			svc.SetOwnCompletions(true) // as the driver's service: no waiter completes (and dispatches) for it
+			ctx := tctx(t)
+			for deadline := time.Now().Add(5 * time.Second); !s.BackgroundAsleep(); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the background goroutine did not go to sleep")
+				}
+			}
+			time.Sleep(5 * time.Millisecond) // parked, not between its last checks
+			beSt, svcSt := newFakeStream(true), newFakeStream(true)
+			taken := make(chan struct{})
+			marker := &sched.Command{Kind: sched.Marker, Stream: beSt, Flags: sched.Batched, Issue: func() error { close(taken); return nil }}
+			if err := be.Submit(ctx, marker); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-taken:
+				t.Skip("the background goroutine took the marker before the service came (a race this test cannot rule out)")
+			case <-time.After(20 * time.Millisecond):
+			}
+			if err := svc.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: svcSt, Issue: svcSt.op}); err != nil {
+				t.Fatal(err)
+			}
+			var want uint64
+			if tc.deferred {
+				want = 1
+			}
+			if have := svc.Stats().KicksDeferred; have != want {
+				t.Errorf("Stats().KicksDeferred = %d, want %d", have, want)
+			}
+			if !tc.deferred {
+				if svc.KickOwed() {
+					t.Error("a kick owed without deferral")
+				}
+				select {
+				case <-taken:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("the marker was left undispatched\n%s", s.Dump())
+				}
+				return
+			}
+			if !svc.KickOwed() {
+				t.Fatalf("no kick owed after the service's Submit left a marker queued\n%s", s.Dump())
+			}
+			select {
+			case <-taken:
+				t.Fatal("the background goroutine was woken although the kick was deferred")
+			case <-time.After(50 * time.Millisecond):
+			}
+			tc.pay(svc)
+			if svc.KickOwed() {
+				t.Error("the kick still owed after it was paid")
+			}
+			select {
+			case <-taken:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("the marker was left undispatched after the kick was paid\n%s", s.Dump())
+			}
+		})
+	}
+}

@@ -519,6 +519,10 @@ type Queue struct {
 	ownedHead int
 	hasOwned  atomic.Bool
 	reaped    []*Command // Reap's spare
+	// deferKicks: the queue's high-class submissions leave the background
+	// goroutine's wake-up owed (kickOwed) for Kick (kick.go).
+	deferKicks bool
+	kickOwed   atomic.Bool
 }
 
 // QueueStats are a queue's counters.
@@ -529,6 +533,7 @@ type QueueStats struct {
 	GPUTime                      time.Duration // compute time charged
 	CopyBytes                    uint64        // copy bytes charged
 	Reaped                       uint64        // completion events its submitter completed (Reap)
+	KicksDeferred                uint64        // background wake-ups its submissions left owed (kick.go)
 }
 
 // NewQueue opens a session's queue. The policy may refuse the session.
@@ -671,7 +676,7 @@ func (q *Queue) Submit(ctx context.Context, c *Command) error {
 			s.kick()
 		}
 	} else {
-		s.runForLocked(t, submitBudget)
+		s.runForLocked(q, submitBudget)
 	}
 	s.mu.Unlock()
 	return nil
@@ -692,7 +697,7 @@ func (q *Queue) Flush() {
 	s := q.s
 	s.mu.Lock()
 	if q.queued > 0 && !s.dispatching && !s.bgAwake.Load() {
-		s.runForLocked(q.t, submitBudget)
+		s.runForLocked(q, submitBudget)
 	}
 	s.mu.Unlock()
 }
@@ -717,7 +722,7 @@ func (q *Queue) WaitIssued(ctx context.Context, streams []backend.Stream) ([]bac
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if q.queued > 0 {
-		s.runForLocked(q.t, 0)
+		s.runForLocked(q, 0)
 	}
 	if (q.queued > 0 || q.issuing > 0) && !q.closed && ctx.Err() == nil && s.opts.Spin > 0 {
 		// Another goroutine holds the dispatch token and is issuing (a
@@ -874,6 +879,9 @@ func (q *Queue) Close() {
 	}
 	q.closed = true
 	q.shut.Store(true)
+	if q.kickOwed.Swap(false) {
+		s.kick()
+	}
 	s.handOffLocked(q) // in flight: completes normally
 	t := q.t
 	t.removeQueue(q)

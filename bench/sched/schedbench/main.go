@@ -285,6 +285,9 @@ func runHP(ctx context.Context, o options, image []byte) (*Result, error) {
 		}
 		for o.think > 0 && time.Since(t0) < o.think {
 		}
+		if tr != nil && measured {
+			tr.syncing(time.Now())
+		}
 		if err := t.st.Synchronize(ctx); err != nil {
 			return nil, err
 		}
@@ -346,13 +349,13 @@ var stampPTX []byte
 // traceMax bounds a trace's requests (16 bytes of GPU stamps each).
 const traceMax = 1 << 16
 
-// hpTrace records, per measured request, when the client launched it and saw
-// its synchronize return (wall clock), and when the GPU started and ended it
-// (%globaltimer, read back at the end).
+// hpTrace records, per measured request, when the client launched it, called
+// its synchronize and saw it return (wall clock), and when the GPU started
+// and ended it (%globaltimer, read back at the end).
 type hpTrace struct {
 	k      *client.Kernel
 	stamps *client.Buffer
-	host   [][2]time.Time // launch, synchronize returned
+	host   [][3]time.Time // launch, synchronize returned, synchronize called
 }
 
 func newHPTrace(ctx context.Context, t *tenant, o options) (*hpTrace, error) {
@@ -372,16 +375,22 @@ func newHPTrace(ctx context.Context, t *tenant, o options) (*hpTrace, error) {
 	if err := b.Write(ctx, 0, make([]byte, 16*n)); err != nil {
 		return nil, err
 	}
-	return &hpTrace{k: k, stamps: b, host: make([][2]time.Time, 0, n)}, nil
+	return &hpTrace{k: k, stamps: b, host: make([][3]time.Time, 0, n)}, nil
 }
 
 func (tr *hpTrace) room() bool { return len(tr.host) < cap(tr.host) }
 
 func (tr *hpTrace) launch(t *tenant, o options, t0 time.Time) error {
 	i := uint64(len(tr.host))
-	tr.host = append(tr.host, [2]time.Time{t0})
+	tr.host = append(tr.host, [3]time.Time{t0})
 	return t.s.Launch(tr.k, client.LaunchConfig{Grid: client.Dim3{X: uint32(o.blocks)}, Block: client.Dim3{X: uint32(o.threads)}, Stream: t.st},
 		o.ns, tr.stamps.Addr()+16*i)
+}
+
+func (tr *hpTrace) syncing(at time.Time) {
+	if n := len(tr.host); n > 0 && tr.host[n-1][2].IsZero() {
+		tr.host[n-1][2] = at
+	}
 }
 
 func (tr *hpTrace) synced(at time.Time) {
@@ -391,9 +400,10 @@ func (tr *hpTrace) synced(at time.Time) {
 }
 
 // write reads the GPU stamps back and writes one row per request: the
-// client's launch and synchronize-returned times (Unix ns) and the GPU's
+// client's launch and synchronize-returned times (Unix ns), the GPU's
 // start and end (%globaltimer ns, whose origin need not be the host's: a
-// reader aligns the two by the least start - launch).
+// reader aligns the two by the least start - launch), and when the client
+// called its synchronize (Unix ns).
 func (tr *hpTrace) write(ctx context.Context, path string) error {
 	raw := make([]byte, 16*len(tr.host))
 	if err := tr.stamps.Read(ctx, 0, raw); err != nil {
@@ -404,10 +414,10 @@ func (tr *hpTrace) write(ctx context.Context, path string) error {
 		return err
 	}
 	w := bufio.NewWriter(f)
-	fmt.Fprintln(w, "launch_ns,synced_ns,gpu_start_ns,gpu_end_ns")
+	fmt.Fprintln(w, "launch_ns,synced_ns,gpu_start_ns,gpu_end_ns,sync_called_ns")
 	for i, h := range tr.host {
-		fmt.Fprintf(w, "%d,%d,%d,%d\n", h[0].UnixNano(), h[1].UnixNano(),
-			binary.LittleEndian.Uint64(raw[16*i:]), binary.LittleEndian.Uint64(raw[16*i+8:]))
+		fmt.Fprintf(w, "%d,%d,%d,%d,%d\n", h[0].UnixNano(), h[1].UnixNano(),
+			binary.LittleEndian.Uint64(raw[16*i:]), binary.LittleEndian.Uint64(raw[16*i+8:]), h[2].UnixNano())
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()

@@ -37,13 +37,15 @@ import (
 // stageNames are the stages in the order of a request: L launch called
 // (client), R received (daemon), I0/I1 cuLaunchKernel called/returned, GS/GE
 // the kernel's start and end on the GPU, S the launch handed to the
-// scheduler (R->S, S->I0 split R->I0; logs without it leave them blank), SR/SI synchronize received / its
+// scheduler (R->S, S->I0 split R->I0; logs without it leave them blank), SV
+// the launch's handler returned (the serving goroutine free for the next
+// request), Y the client called its synchronize, SR/SI synchronize received / its
 // commands issued, SS streams synchronized, C the client's synchronize
 // returned. A client that waits on its completion page
 // ($GPUOS_SYNC_CLIENT=1) has SS the driver's answer with the words to
 // watch, usually before the kernel ends: GE->SS is then negative, and
 // SS->C holds the client's own wait.
-var stageNames = []string{"total", "L->R", "R->I0", "R->S", "S->I0", "I0->I1", "I0->GS", "GS->GE", "GE->SS", "SS->C", "R->SR", "SR->SI", "max(I1,SI)->SS"}
+var stageNames = []string{"total", "L->R", "R->I0", "R->S", "S->I0", "I0->I1", "I0->GS", "GS->GE", "GE->SS", "SS->C", "R->SR", "I1->SV", "SV->SR", "L->Y", "Y->SR", "SR->SI", "max(I1,SI)->SS"}
 
 // pathStages are the stages that make up total, one after the other (the
 // GPU may start the kernel before cuLaunchKernel returns, so I0->GS
@@ -65,7 +67,9 @@ func runStages(args []string, w io.Writer) error {
 	return stages(fs.Arg(0), *label, *phase, *settle, w)
 }
 
-type traceRow struct{ launch, synced, gpuStart, gpuEnd int64 }
+// traceRow is a request of the client's trace; syncCalled is 0 in traces
+// written before it was recorded.
+type traceRow struct{ launch, synced, gpuStart, gpuEnd, syncCalled int64 }
 
 // stampRow is one row of latency.log.csv or latency.log.sync.csv: the times
 // after the session's name.
@@ -193,9 +197,15 @@ func stageGroups(tr []traceRow, launches, syncs []stampRow, phase, settle time.D
 			"GE->SS": (float64(SS-r.gpuEnd) + o) / 1e3, "SS->C": us(r.synced - SS),
 			"R->SR": us(SR - R), "SR->SI": us(SI - SR), "max(I1,SI)->SS": us(SS - max(I1, SI)),
 		})
-		if len(x) > 5 && x[5] != 0 { // the submit column (latency.log.csv's last)
-			st := groups[g][len(groups[g])-1]
+		st := groups[g][len(groups[g])-1]
+		if len(x) > 5 && x[5] != 0 { // the submit column
 			st["R->S"], st["S->I0"] = us(x[5]-R), us(I0-x[5])
+		}
+		if len(x) > 6 && x[6] != 0 { // the handler's return
+			st["I1->SV"], st["SV->SR"] = us(x[6]-I1), us(SR-x[6])
+		}
+		if r.syncCalled > 0 {
+			st["L->Y"], st["Y->SR"] = us(r.syncCalled-r.launch), us(SR-r.syncCalled)
 		}
 	}
 	return groups, order
@@ -307,16 +317,16 @@ func readTrace(path string) ([]traceRow, error) {
 		if i == 0 && len(r) > 0 && strings.HasPrefix(r[0], "launch") {
 			continue // the header
 		}
-		if len(r) != 4 {
-			return nil, fmt.Errorf("%s: row %d has %d fields, want 4", path, i+1, len(r))
+		if len(r) != 4 && len(r) != 5 {
+			return nil, fmt.Errorf("%s: row %d has %d fields, want 4 or 5", path, i+1, len(r))
 		}
-		var v [4]int64
-		for k := range v {
+		var v [5]int64
+		for k := range r {
 			if v[k], err = strconv.ParseInt(r[k], 10, 64); err != nil {
 				return nil, fmt.Errorf("%s: row %d: %w", path, i+1, err)
 			}
 		}
-		out = append(out, traceRow{v[0], v[1], v[2], v[3]})
+		out = append(out, traceRow{v[0], v[1], v[2], v[3], v[4]})
 	}
 	slices.SortFunc(out, func(a, b traceRow) int { return cmp.Compare(a.launch, b.launch) })
 	return out, nil

@@ -15,6 +15,8 @@ type request struct {
 	at                           time.Duration // launch time from the first request
 	recv, issue0, issue1, gs, ge float64       // daemon receipt, cuLaunchKernel called/returned, GPU start/end
 	submit                       float64       // handed to the scheduler (0: a log without the column)
+	served                       float64       // the launch's handler returned (0: a log without the column)
+	syncCall                     float64       // the client called its synchronize (0: a trace without the column)
 	syncRecv, syncIssued, synced float64       // the synchronize's stamps
 	back                         float64       // the client's synchronize returned
 	extraLaunch                  bool          // a second launch command inside its window: left out
@@ -31,10 +33,17 @@ func writeRun(t *testing.T, reqs []request) string {
 	var tr, lat, syn strings.Builder
 	tr.WriteString("launch_ns,synced_ns,gpu_start_ns,gpu_end_ns\n")
 	for _, r := range reqs {
-		fmt.Fprintf(&tr, "%d,%d,%d,%d\n", ns(r.at, 0), ns(r.at, r.back), ns(r.at, r.gs)+gpuSkew, ns(r.at, r.ge)+gpuSkew)
+		fmt.Fprintf(&tr, "%d,%d,%d,%d", ns(r.at, 0), ns(r.at, r.back), ns(r.at, r.gs)+gpuSkew, ns(r.at, r.ge)+gpuSkew)
+		if r.syncCall > 0 {
+			fmt.Fprintf(&tr, ",%d", ns(r.at, r.syncCall))
+		}
+		tr.WriteString("\n")
 		fmt.Fprintf(&lat, "\"7 (tenant hp, hp)\",%d,%d,%d,%d,%d,false", ns(r.at, r.recv), ns(r.at, r.issue0), ns(r.at, r.issue1), ns(r.at, r.ge+5), ns(r.at, r.ge+6))
 		if r.submit > 0 {
 			fmt.Fprintf(&lat, ",%d", ns(r.at, r.submit))
+			if r.served > 0 {
+				fmt.Fprintf(&lat, ",%d", ns(r.at, r.served))
+			}
 		}
 		lat.WriteString("\n")
 		if r.extraLaunch {
@@ -72,12 +81,12 @@ func readRun(t *testing.T, dir string) (tr []traceRow, launches, syncs []stampRo
 // call is the floor; requests are grouped by phase, and one whose window
 // holds two launch commands is left out.
 func TestStageGroups(t *testing.T) {
-	plain := request{recv: 5, submit: 9, issue0: 12, issue1: 18, gs: 15, ge: 35, syncRecv: 20, syncIssued: 20.5, synced: 37, back: 41}
+	plain := request{recv: 5, submit: 9, issue0: 12, issue1: 18, served: 19.5, syncCall: 2, gs: 15, ge: 35, syncRecv: 20, syncIssued: 20.5, synced: 37, back: 41}
 	slowHop := plain
 	slowHop.back = 141 // the reply reached the client 100 µs later
 	late := plain
 	late.gs, late.ge, late.synced, late.back = 25, 45, 47, 51 // the kernel started 10 µs later
-	late.submit = 0                                           // and its row has no submit time
+	late.submit, late.syncCall = 0, 0                         // and its rows have no submit time nor synchronize call
 	var reqs []request
 	for i := range 8 {
 		r := plain
@@ -112,6 +121,7 @@ func TestStageGroups(t *testing.T) {
 		{0, "I0->GS", 0}, // the floor: every kernel but one started 3 µs after its call
 		{0, "GS->GE", 20}, {0, "GE->SS", 5}, {0, "SS->C", 4}, {0, "R->SR", 15}, {0, "SR->SI", 0.5},
 		{0, "max(I1,SI)->SS", 16.5},
+		{0, "I1->SV", 1.5}, {0, "SV->SR", 0.5}, {0, "L->Y", 2}, {0, "Y->SR", 18},
 		{3, "SS->C", 104}, {3, "total", 141},
 		{5, "I0->GS", 10}, {5, "GE->SS", 5}, // the late kernel, against the floor
 	} {
@@ -122,8 +132,10 @@ func TestStageGroups(t *testing.T) {
 	if v, ok := all[5]["R->S"]; ok {
 		t.Errorf("request 5, logged without a submit time: R->S = %.2f µs, want none", v)
 	}
-	if xs := column(all, "S->I0"); len(xs) != 6 {
-		t.Errorf("S->I0 column of %d values, want 6 (request 5 has none)", len(xs))
+	for _, st := range []string{"S->I0", "I1->SV", "L->Y"} {
+		if xs := column(all, st); len(xs) != 6 {
+			t.Errorf("%s column of %d values, want 6 (request 5 has none)", st, len(xs))
+		}
 	}
 
 	// 250 ms phases, the first 50 ms of an alone phase settling: requests
