@@ -8,7 +8,11 @@ package sched
 // service's path between its launch and its synchronize, and a second
 // goroutine taking the scheduler's lock just as the synchronize wants it.
 // Usually for nothing: the policy holds the lower classes back while the
-// service is active, and their completions dispatch them anyway.
+// service is active, and their completions dispatch them anyway. On the
+// H100 (bench/RESULTS.md, session 19), the load added 3.8-4.1 µs at the
+// median to the service's time from its cuLaunchKernel's return to its
+// serving goroutine being free for the synchronize with the wake-up made
+// there, and 0.7-1.2 µs with it deferred.
 //
 // A queue with deferred kicks (SetDeferredKicks) notes the wake-up as owed
 // instead, and its submitter pays it (Kick) once its requests are answered.
