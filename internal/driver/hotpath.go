@@ -164,16 +164,8 @@ func (s *Session) openRing(m *v1.OpenRing) (v1.Message, []int, error) {
 		opts.Yield = s.d.polling.yield
 	}
 	own, deferred := poll > 0 && ownCompletions(), poll > 0 && deferKicks()
-	switch {
-	case own && deferred:
-		// Completions the serving goroutine owns go to the waiters, and a
-		// wake-up of the dispatcher it owes is paid, when it stops polling
-		// its ring.
-		opts.OnEmpty = func() { s.queue.HandOff(); s.queue.Kick() }
-	case own:
-		opts.OnEmpty = s.queue.HandOff
-	case deferred:
-		opts.OnEmpty = s.queue.Kick
+	if own || deferred {
+		opts.OnEmpty = s.ringIdle
 	}
 	if err := s.hot.conn.UseRings(shm.Bytes(), sq, cq, opts, func() { shm.Close() }); err != nil {
 		shm.Close()
@@ -186,6 +178,14 @@ func (s *Session) openRing(m *v1.OpenRing) (v1.Message, []int, error) {
 		s.queue.SetDeferredKicks(true)
 	}
 	return &v1.RingOpened{SubmitBytes: uint32(sq), CompleteBytes: uint32(cq), SpinNs: uint64(max(spin, 0))}, []int{shm.TakeFD()}, nil
+}
+
+// ringIdle runs when the serving goroutine stops polling its ring:
+// completions it owns go to the waiters, and a wake-up of the scheduler's
+// dispatcher it owes is paid (each a no-op without any).
+func (s *Session) ringIdle() {
+	s.queue.HandOff()
+	s.queue.Kick()
 }
 
 func (s *Session) openStaging(m *v1.OpenStaging) (v1.Message, []int, error) {
