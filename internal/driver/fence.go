@@ -98,6 +98,19 @@ func (s *Session) payKick() {
 	s.queue.Kick()
 }
 
+// FenceEndEnv, set to "0", makes the scheduler record a completion event
+// after each of a fence-polling session's launches, as after every other
+// session's, instead of ending those it takes no timing from at the fence
+// enqueued behind the launch (sched.Command.EndFence; for comparing the two
+// on a GPU).
+const FenceEndEnv = "GPUOS_SCHED_FENCE_END"
+
+var fenceEndOn = func() *atomic.Bool {
+	var on atomic.Bool
+	on.Store(os.Getenv(FenceEndEnv) != "0")
+	return &on
+}()
+
 // PrefenceEnv, set to "0", leaves a fence-polling session's fences to its
 // synchronizing calls (for comparing the two on a GPU).
 const PrefenceEnv = "GPUOS_SYNC_PREFENCE"

@@ -455,7 +455,9 @@ func TestLaunchFence(t *testing.T) {
 
 // TestLaunchFenceWithPrefence: on rings, a launch answered with nothing
 // behind it is fenced in its issue, and prefence, after the answer, finds
-// that fence and enqueues none; with the launch fence off, prefence's fence
+// that fence and enqueues none; the scheduler takes that fence for the
+// launch's end and records no marker ($GPUOS_SCHED_FENCE_END=0: its marker
+// comes behind the fence). With the launch fence off, prefence's fence
 // comes behind the scheduler's marker. Either way the synchronize polls it.
 func TestLaunchFenceWithPrefence(t *testing.T) {
 	l := &opLog{Backend: sim.New(sim.Options{Memory: 256 << 20})}
@@ -465,23 +467,25 @@ func TestLaunchFenceWithPrefence(t *testing.T) {
 	}
 	defer prefenceOn.Store(prefenceOn.Swap(true))
 	defer launchFenceOn.Store(launchFenceOn.Load())
+	defer fenceEndOn.Store(fenceEndOn.Load())
 	ts := td.session("hp", 0)
 	ts.useRings()
 	k := ts.emptyKernel()
 	launch := &v1.Launch{Kernel: k.Handle, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}
 	for _, c := range []struct {
-		on   bool
-		want string // what follows the launch on the stream
-	}{{true, "FM"}, {false, "MF"}} {
+		on, fenceEnd bool
+		want         string // what follows the launch on the stream
+	}{{true, true, "F"}, {true, false, "FM"}, {false, true, "MF"}} {
 		launchFenceOn.Store(c.on)
+		fenceEndOn.Store(c.fenceEnd)
 		ts.must(&v1.Synchronize{}, nil)
 		l.take()
 		ts.must(launch, nil) // answered: nothing is behind it
 		ts.must(&v1.Synchronize{}, nil)
 		log := l.take()
 		i := strings.LastIndex(log, "L")
-		if i < 0 || !strings.HasPrefix(log[i+1:], c.want) || strings.Count(log, "F") != 1 {
-			t.Errorf("launch fence %v: %q enqueued; want one fence, and %q right behind the launch", c.on, log, c.want)
+		if i < 0 || log[i+1:] != c.want || strings.Count(log, "F") != 1 {
+			t.Errorf("launch fence %v, fence end %v: %q enqueued; want one fence, and %q behind the launch", c.on, c.fenceEnd, log, c.want)
 		}
 	}
 }
@@ -542,5 +546,46 @@ func TestHighClassDefersKicks(t *testing.T) {
 	t.Setenv(DeferKickEnv, "0")
 	if deferred := served(); deferred != 0 {
 		t.Errorf("with %s=0, %d wake-ups deferred, want 0", DeferKickEnv, deferred)
+	}
+}
+
+// TestHighClassFenceEnds: the launches of a high-class session that polls
+// fences end, to the scheduler, at the fence enqueued behind them (no
+// completion event recorded for those it takes no timing from), and their
+// results are right; with $GPUOS_SCHED_FENCE_END=0 each has its event.
+func TestHighClassFenceEnds(t *testing.T) {
+	td := newTestDriver(t, 256<<20, Options{Sched: sched.Options{Policy: "priority"}})
+	if err := td.d.sched.SetShare("hp", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
+		t.Fatal(err)
+	}
+	const n, rounds = 1024, 32
+	served := func() uint64 {
+		t.Helper()
+		hp := td.session("hp", 0)
+		hp.useRings()
+		k := hp.loadKernel("vecadd.ptx", "vecadd")
+		buf := hp.vecaddBuffer(n, func(i int) float32 { return float32(i) }, func(i int) float32 { return 1 })
+		for range rounds {
+			hp.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1},
+				Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}, nil)
+			hp.must(&v1.Synchronize{}, nil)
+		}
+		var out v1.Data
+		hp.must(&v1.BufferRead{Buffer: buf.Handle, Offset: 8 * n, Length: 4 * n}, &out)
+		for i := range n {
+			if got, want := math.Float32frombits(binary.LittleEndian.Uint32(out.Data[4*i:])), float32(i+1); got != want {
+				t.Fatalf("c[%d] = %v, want %v", i, got, want)
+			}
+		}
+		return hp.s.queue.Stats().FenceEnds
+	}
+	// One launch in 16 is timed (a start event, and an end event to
+	// measure to).
+	if ends := served(); ends < rounds/2 || ends > rounds-rounds/16 {
+		t.Errorf("%d of %d launches ended at their fence, want most, and none of the %d timed", ends, rounds, rounds/16)
+	}
+	defer fenceEndOn.Store(fenceEndOn.Swap(false))
+	if ends := served(); ends != 0 {
+		t.Errorf("with %s=0, %d launches ended at their fence, want 0", FenceEndEnv, ends)
 	}
 }

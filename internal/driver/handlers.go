@@ -763,9 +763,15 @@ func (lc *launchCmd) issue() error {
 	lc.s.noteIssue(time.Since(start), 1+len(more))
 	if lc.fence && err == nil {
 		if f, ok := lc.st.(backend.Fencer); ok {
-			// Ahead of the scheduler's completion event: the synchronize
-			// finds it (streamFence); a failure is the synchronize's to meet.
-			_, _ = f.Fence()
+			// Ahead of the scheduler's completion event, or instead of it
+			// (EndFence): the synchronize finds it (streamFence); a failure
+			// is the synchronize's to meet.
+			if fe, ferr := f.Fence(); ferr == nil && fenceEndOn.Load() {
+				lc.EndFence = fe
+			}
+			if st := lc.stamps; st != nil && st.fenced.IsZero() {
+				st.fenced = time.Now()
+			}
 		}
 	}
 	return err

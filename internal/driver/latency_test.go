@@ -59,8 +59,8 @@ func TestLaunchLatencyStages(t *testing.T) {
 	}
 	for _, row := range rows {
 		f := strings.Split(row, ",")
-		if len(f) != 9 || f[0] != `"test"` || f[6] != "false" {
-			t.Fatalf("row %q: want the session, 5 times, false (not expressed: one tenant), the submit time and the handler's return", row)
+		if len(f) != 10 || f[0] != `"test"` || f[6] != "false" || f[9] != "0" {
+			t.Fatalf("row %q: want the session, 5 times, false (not expressed: one tenant), the submit time, the handler's return and 0 (no fence: the session does not poll fences)", row)
 		}
 		var prev int64
 		for _, x := range f[1:6] {
@@ -160,5 +160,43 @@ func TestChunked(t *testing.T) {
 		if v != i {
 			t.Fatalf("value %d is %d", i, v)
 		}
+	}
+}
+
+// A session that polls fences stamps when the fence behind a launch was
+// enqueued: after cuLaunchKernel returned, before the command completed.
+func TestLaunchLatencyFenced(t *testing.T) {
+	f := newScriptFixture(t, newTestDriver(t, 256<<20, Options{}), "fenced")
+	f.s.latency = &latencyRec{}
+	f.s.fencePoll.Store(int64(time.Millisecond))
+	// Prefence off: the script's requests are not on the session's ring,
+	// which prefence looks at.
+	defer prefenceOn.Store(prefenceOn.Swap(false))
+	f.launch(0, f.sms+1)
+	f.add(0, &v1.Synchronize{})
+	if sc := f.serve(nil); len(sc.errs) != 0 {
+		t.Fatalf("errors: %v", sc.errs)
+	}
+	f.s.waitLaunchDones()
+	path := filepath.Join(t.TempDir(), "latency.log")
+	f.s.latency.write(path, "test")
+	csv, err := os.ReadFile(path + ".csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := strings.TrimSpace(string(csv))
+	x := strings.Split(row, ",")
+	if len(x) != 10 {
+		t.Fatalf("row %q: want 10 columns", row)
+	}
+	ns := func(i int) int64 {
+		v, err := strconv.ParseInt(x[i], 10, 64)
+		if err != nil {
+			t.Fatalf("row %q: column %d: %v", row, i, err)
+		}
+		return v
+	}
+	if issue1, done, fenced := ns(3), ns(5), ns(9); fenced < issue1 || fenced > done {
+		t.Errorf("row %q: fence enqueued at %d, want between the launch's return %d and its completion %d", row, fenced, issue1, done)
 	}
 }

@@ -150,6 +150,11 @@ type Command struct {
 	// submitter found the dispatch token held and issued it itself. Set
 	// before Issue is called, for latency diagnostics.
 	Expressed bool
+	// EndFence, if Issue sets it, is a fence Issue enqueued on Stream right
+	// behind the command's work: a point that takes no timing from its end
+	// may end at it rather than at an event the scheduler records
+	// (fenceend.go). The scheduler clears it before Issue and once read.
+	EndFence backend.Fence
 
 	// Owned by the scheduler.
 	seq     uint64

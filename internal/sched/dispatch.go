@@ -450,6 +450,10 @@ func (s *Scheduler) issueLocked(a *action) {
 		end = s.takeEvent(p.timed)
 	}
 	timed, st := p.timed, sq.st
+	// A point that takes no timing from its end, which its queue will own,
+	// may end at the command's own fence (fenceend.go).
+	fenceable := track && p.unstarted && a.hi == 0 && q.own && q.waiting == 0
+	c.EndFence = nil
 	s.mu.Unlock()
 
 	gate.apply(s, st) // the turn's gate first: the start is after it
@@ -469,7 +473,8 @@ func (s *Scheduler) issueLocked(a *action) {
 		err = c.IssueUnits(a.lo, a.hi)
 	}
 	var recErr error
-	if track {
+	fenced := fenceable && err == nil && c.EndFence != nil
+	if track && !fenced {
 		if end == nil {
 			end, recErr = s.newEvent(timed)
 		}
@@ -509,6 +514,13 @@ func (s *Scheduler) issueLocked(a *action) {
 			failed = c
 		}
 	}
+	if fenced {
+		s.putEvent(end, timed) // taken for nothing
+		p.fence = fenceEnd{f: c.EndFence, st: st}
+		end = &p.fence
+		q.st.FenceEnds++
+	}
+	c.EndFence = nil
 	if track {
 		p.end = end
 		if recErr != nil {

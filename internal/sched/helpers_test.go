@@ -215,7 +215,8 @@ type fakeStream struct {
 	done     int
 	auto     bool
 	failNext error
-	records  int // events recorded on it
+	records  int   // events recorded on it
+	queryErr error // Query's error, if set: the stream's work failed
 }
 
 func newFakeStream(auto bool) *fakeStream {
@@ -272,8 +273,15 @@ func (f *fakeStream) CopyDtoD(_, _ backend.DevicePtr, _ uint64) error           
 func (f *fakeStream) Memset(backend.DevicePtr, uint32, int, uint64) error         { return f.op() }
 func (f *fakeStream) WaitEvent(backend.Event) error                               { return nil }
 func (f *fakeStream) Callback(func(error)) error                                  { return errors.ErrUnsupported }
-func (f *fakeStream) Query() (bool, error)                                        { return f.pending() == 0, nil }
-func (f *fakeStream) Destroy() error                                              { return nil }
+func (f *fakeStream) Query() (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.queryErr != nil {
+		return false, f.queryErr
+	}
+	return f.done == f.enqueued, nil
+}
+func (f *fakeStream) Destroy() error { return nil }
 func (f *fakeStream) Synchronize() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -292,6 +300,26 @@ func (f *fakeStream) Record(e backend.Event) error {
 	f.records++
 	f.mu.Unlock()
 	return nil
+}
+
+// fence marks the stream's work enqueued so far (backend.Fence): reached
+// once it is released. A fence of a stream whose work failed is never
+// reached.
+func (f *fakeStream) fence() backend.Fence {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &fakeFence{st: f, at: f.enqueued}
+}
+
+type fakeFence struct {
+	st *fakeStream
+	at int
+}
+
+func (e *fakeFence) Reached() bool {
+	e.st.mu.Lock()
+	defer e.st.mu.Unlock()
+	return e.st.queryErr == nil && e.st.done >= e.at
 }
 
 type fakeEvent struct {

@@ -534,6 +534,7 @@ type QueueStats struct {
 	CopyBytes                    uint64        // copy bytes charged
 	Reaped                       uint64        // completion events its submitter completed (Reap)
 	KicksDeferred                uint64        // background wake-ups its submissions left owed (kick.go)
+	FenceEnds                    uint64        // points that ended at their command's fence, no event recorded (fenceend.go)
 }
 
 // NewQueue opens a session's queue. The policy may refuse the session.

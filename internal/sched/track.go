@@ -31,7 +31,8 @@ type point struct {
 	since  int64      // when its queue took it on (own.go)
 	done   bool
 	err    error
-	next   *point // accounting order (timed points)
+	next   *point   // accounting order (timed points)
+	fence  fenceEnd // end, when it ended at its command's fence (fenceend.go)
 	// unstarted: a high-class point left without a start event
 	// (highStartEvery); its charge is at most its tenant's estimate.
 	unstarted bool
@@ -95,7 +96,7 @@ func (s *Scheduler) takeEvent(timed bool) backend.Event {
 }
 
 func (s *Scheduler) putEvent(ev backend.Event, timed bool) {
-	if ev == nil {
+	if ev == nil || isFenceEnd(ev) {
 		return
 	}
 	i := 0
@@ -317,7 +318,7 @@ func (s *Scheduler) accountLocked(ch *chain) {
 		charge, later := s.measure(h, ch.latest)
 		s.chargeLocked(h, charge)
 		switch {
-		case h.err != nil:
+		case h.err != nil || isFenceEnd(h.end):
 			s.putEvent(h.end, true)
 		case later || ch.latest == nil:
 			s.putEvent(ch.latest, true)

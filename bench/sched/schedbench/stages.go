@@ -39,13 +39,13 @@ import (
 // the kernel's start and end on the GPU, S the launch handed to the
 // scheduler (R->S, S->I0 split R->I0; logs without it leave them blank), SV
 // the launch's handler returned (the serving goroutine free for the next
-// request), Y the client called its synchronize, SR/SI synchronize received / its
+// request; F, in between, the fence behind the launch enqueued), Y the client called its synchronize, SR/SI synchronize received / its
 // commands issued, SS streams synchronized, C the client's synchronize
 // returned. A client that waits on its completion page
 // ($GPUOS_SYNC_CLIENT=1) has SS the driver's answer with the words to
 // watch, usually before the kernel ends: GE->SS is then negative, and
 // SS->C holds the client's own wait.
-var stageNames = []string{"total", "L->R", "R->I0", "R->S", "S->I0", "I0->I1", "I0->GS", "GS->GE", "GE->SS", "SS->C", "R->SR", "I1->SV", "SV->SR", "L->Y", "Y->SR", "SR->SI", "max(I1,SI)->SS"}
+var stageNames = []string{"total", "L->R", "R->I0", "R->S", "S->I0", "I0->I1", "I0->GS", "GS->GE", "GE->SS", "SS->C", "R->SR", "I1->SV", "I1->F", "F->SV", "SV->SR", "L->Y", "Y->SR", "SR->SI", "max(I1,SI)->SS"}
 
 // pathStages are the stages that make up total, one after the other (the
 // GPU may start the kernel before cuLaunchKernel returns, so I0->GS
@@ -203,6 +203,9 @@ func stageGroups(tr []traceRow, launches, syncs []stampRow, phase, settle time.D
 		}
 		if len(x) > 6 && x[6] != 0 { // the handler's return
 			st["I1->SV"], st["SV->SR"] = us(x[6]-I1), us(SR-x[6])
+			if len(x) > 7 && x[7] != 0 { // the fence behind the launch
+				st["I1->F"], st["F->SV"] = us(x[7]-I1), us(x[6]-x[7])
+			}
 		}
 		if r.syncCalled > 0 {
 			st["L->Y"], st["Y->SR"] = us(r.syncCalled-r.launch), us(SR-r.syncCalled)

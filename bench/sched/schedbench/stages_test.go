@@ -16,6 +16,7 @@ type request struct {
 	recv, issue0, issue1, gs, ge float64       // daemon receipt, cuLaunchKernel called/returned, GPU start/end
 	submit                       float64       // handed to the scheduler (0: a log without the column)
 	served                       float64       // the launch's handler returned (0: a log without the column)
+	fenced                       float64       // the fence behind the launch enqueued (0: a log without the column, or none)
 	syncCall                     float64       // the client called its synchronize (0: a trace without the column)
 	syncRecv, syncIssued, synced float64       // the synchronize's stamps
 	back                         float64       // the client's synchronize returned
@@ -43,6 +44,11 @@ func writeRun(t *testing.T, reqs []request) string {
 			fmt.Fprintf(&lat, ",%d", ns(r.at, r.submit))
 			if r.served > 0 {
 				fmt.Fprintf(&lat, ",%d", ns(r.at, r.served))
+				if r.fenced > 0 {
+					fmt.Fprintf(&lat, ",%d", ns(r.at, r.fenced))
+				} else {
+					lat.WriteString(",0")
+				}
 			}
 		}
 		lat.WriteString("\n")
@@ -81,7 +87,7 @@ func readRun(t *testing.T, dir string) (tr []traceRow, launches, syncs []stampRo
 // call is the floor; requests are grouped by phase, and one whose window
 // holds two launch commands is left out.
 func TestStageGroups(t *testing.T) {
-	plain := request{recv: 5, submit: 9, issue0: 12, issue1: 18, served: 19.5, syncCall: 2, gs: 15, ge: 35, syncRecv: 20, syncIssued: 20.5, synced: 37, back: 41}
+	plain := request{recv: 5, submit: 9, issue0: 12, issue1: 18, fenced: 18.75, served: 19.5, syncCall: 2, gs: 15, ge: 35, syncRecv: 20, syncIssued: 20.5, synced: 37, back: 41}
 	slowHop := plain
 	slowHop.back = 141 // the reply reached the client 100 µs later
 	late := plain
@@ -93,6 +99,8 @@ func TestStageGroups(t *testing.T) {
 		switch i {
 		case 3:
 			r = slowHop
+		case 4:
+			r.fenced = 0 // a launch with no fence behind it
 		case 5:
 			r = late
 		case 6:
@@ -121,7 +129,7 @@ func TestStageGroups(t *testing.T) {
 		{0, "I0->GS", 0}, // the floor: every kernel but one started 3 µs after its call
 		{0, "GS->GE", 20}, {0, "GE->SS", 5}, {0, "SS->C", 4}, {0, "R->SR", 15}, {0, "SR->SI", 0.5},
 		{0, "max(I1,SI)->SS", 16.5},
-		{0, "I1->SV", 1.5}, {0, "SV->SR", 0.5}, {0, "L->Y", 2}, {0, "Y->SR", 18},
+		{0, "I1->SV", 1.5}, {0, "I1->F", 0.75}, {0, "F->SV", 0.75}, {0, "SV->SR", 0.5}, {0, "L->Y", 2}, {0, "Y->SR", 18},
 		{3, "SS->C", 104}, {3, "total", 141},
 		{5, "I0->GS", 10}, {5, "GE->SS", 5}, // the late kernel, against the floor
 	} {
@@ -131,6 +139,9 @@ func TestStageGroups(t *testing.T) {
 	}
 	if v, ok := all[5]["R->S"]; ok {
 		t.Errorf("request 5, logged without a submit time: R->S = %.2f µs, want none", v)
+	}
+	if v, ok := all[4]["I1->F"]; ok {
+		t.Errorf("request 4, logged with no fence (0): I1->F = %.2f µs, want none", v)
 	}
 	for _, st := range []string{"S->I0", "I1->SV", "L->Y"} {
 		if xs := column(all, st); len(xs) != 6 {
