@@ -100,7 +100,10 @@
 // $GPUOS_SYNC_PREFENCE=0 leaves their fences to their synchronizing calls,
 // $GPUOS_SCHED_DEFER_KICK=0 makes their launches wake the scheduler's
 // background goroutine at once rather than once they are answered
-// (sched.Queue.SetDeferredKicks),
+// (sched.Queue.SetDeferredKicks), $GPUOS_SCHED_FENCE_END=0 makes the
+// scheduler record a completion event after each of their launches rather
+// than end those it takes no timing from at their fence
+// (sched.Command.EndFence),
 // and $GPUOS_SYNC_LAUNCHFENCE=0 leaves a launch's to after its answer;
 // $GPUOS_SCHED_HIGHSTART=0 records no start event before any high-class
 // command, instead of one in 16 (sched.Options.NoHighClassStart);

@@ -109,7 +109,9 @@
 // order. A high-class command gets a start event one time in 16 (its record
 // is a driver call on the service's path before its launch); the others are
 // charged at most the tenant's per-command average that those measure
-// (highStartEvery). Copies are charged in bytes. Charges accrue to the tenant and
+// (highStartEvery), and those whose submitter gives the fence behind them
+// (Command.EndFence) and whose queue owns its completions end at that fence,
+// with no completion event recorded (fenceend.go). Copies are charged in bytes. Charges accrue to the tenant and
 // session and are passed to the policy (OnComplete), which keeps its credits
 // in Maps.
 //
