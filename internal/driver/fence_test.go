@@ -589,3 +589,29 @@ func TestHighClassFenceEnds(t *testing.T) {
 		t.Errorf("with %s=0, %d launches ended at their fence, want 0", FenceEndEnv, ends)
 	}
 }
+
+// TestLowClassSpin: with sched.Options.LowClassSpin ($GPUOS_SCHED_LOWSPIN=1),
+// a best-effort session's kernels complete by the fences its completion
+// waiters spin on, with the right results.
+func TestLowClassSpin(t *testing.T) {
+	td := newTestDriver(t, 256<<20, Options{Sched: sched.Options{Policy: "priority", LowClassSpin: true}})
+	if err := td.d.sched.SetShare("be", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassLow, ClassSet: true}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1024
+	be := td.session("be", 0)
+	k := be.loadKernel("vecadd.ptx", "vecadd")
+	buf := be.vecaddBuffer(n, func(i int) float32 { return float32(i) }, func(i int) float32 { return 2 })
+	for range 8 {
+		be.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1},
+			Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}, nil)
+	}
+	be.must(&v1.Synchronize{}, nil)
+	var out v1.Data
+	be.must(&v1.BufferRead{Buffer: buf.Handle, Offset: 8 * n, Length: 4 * n}, &out)
+	for i := range n {
+		if got, want := math.Float32frombits(binary.LittleEndian.Uint32(out.Data[4*i:])), float32(i+2); got != want {
+			t.Fatalf("c[%d] = %v, want %v", i, got, want)
+		}
+	}
+}

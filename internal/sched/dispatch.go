@@ -453,6 +453,7 @@ func (s *Scheduler) issueLocked(a *action) {
 	// A point that takes no timing from its end, which its queue will own,
 	// may end at the command's own fence (fenceend.go).
 	fenceable := track && p.unstarted && a.hi == 0 && q.own && q.waiting == 0
+	lowSpin := track && timed && s.opts.LowClassSpin && t.class() == ClassLow
 	c.EndFence = nil
 	s.mu.Unlock()
 
@@ -481,6 +482,10 @@ func (s *Scheduler) issueLocked(a *action) {
 		if recErr == nil {
 			recErr = recordMarker(st, end)
 		}
+	}
+	var lowFence backend.Fence
+	if lowSpin && !fenced && recErr == nil {
+		lowFence = enqueueLowFence(st)
 	}
 
 	s.mu.Lock()
@@ -522,7 +527,7 @@ func (s *Scheduler) issueLocked(a *action) {
 	}
 	c.EndFence = nil
 	if track {
-		p.end = end
+		p.end, p.lowFence = end, lowFence
 		if recErr != nil {
 			s.completeAndReport(p, fmt.Errorf("track completion: %w", recErr))
 		} else if !s.ownLocked(q, p, a) {
@@ -544,6 +549,7 @@ func (s *Scheduler) flushLocked(sq *streamQ) {
 	sq.tail = nil
 	end := s.takeEvent(p.timed)
 	timed, st := p.timed, sq.st
+	lowSpin := timed && s.opts.LowClassSpin && p.t.class() == ClassLow
 	s.mu.Unlock()
 	var err error
 	if end == nil {
@@ -552,8 +558,12 @@ func (s *Scheduler) flushLocked(sq *streamQ) {
 	if err == nil {
 		err = recordMarker(st, end)
 	}
+	var lowFence backend.Fence
+	if lowSpin && err == nil {
+		lowFence = enqueueLowFence(st)
+	}
 	s.mu.Lock()
-	p.end = end
+	p.end, p.lowFence = end, lowFence
 	if err != nil {
 		s.completeAndReport(p, fmt.Errorf("track completion: %w", err))
 		return

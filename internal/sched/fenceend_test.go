@@ -3,6 +3,7 @@ package sched_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,6 +223,52 @@ func waitReaped(t *testing.T, ctx context.Context, q *sched.Queue, done chan err
 		case <-ctx.Done():
 			t.Fatal("a command never completed")
 		case <-time.After(50 * time.Microsecond):
+		}
+	}
+}
+
+// TestLowClassSpin: with Options.LowClassSpin, a low-class tenant's tracked
+// compute points get a fence behind their end event, and their waiter
+// completes them by watching it, never sleeping; without it, none.
+func TestLowClassSpin(t *testing.T) {
+	const n = 8
+	for _, spin := range []bool{true, false} {
+		var naps atomic.Int64
+		restore := sched.SetSleep(func(d time.Duration) { naps.Add(1); time.Sleep(d) })
+		ctx := tctx(t)
+		s := newServiceSched(t, sched.Options{Device: &fakeDevice{}, LowClassSpin: spin}, "priority")
+		q := newQueue(t, s, sched.QueueParams{Tenant: "be", Session: 2, Depth: 16})
+		st := newFakeStream(false)
+		done := make(chan error, n)
+		for range n {
+			c := &sched.Command{Kind: sched.Compute, Stream: st, Issue: st.op, Flags: sched.Sync, Done: func(err error) { done <- err }}
+			if err := q.Submit(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := q.WaitIssued(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		st.release(-1)
+		for range n {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-ctx.Done():
+				t.Fatalf("spin %v: commands never completed\n%s", spin, s.Dump())
+			}
+		}
+		restore()
+		st.mu.Lock()
+		fences := st.fences
+		st.mu.Unlock()
+		if spin && (fences != n || naps.Load() != 0) {
+			t.Errorf("spinning: %d fences for %d commands, %d naps; want %d and none", fences, n, naps.Load(), n)
+		}
+		if !spin && fences != 0 {
+			t.Errorf("not spinning: %d fences enqueued, want none", fences)
 		}
 	}
 }

@@ -121,6 +121,15 @@ type Options struct {
 	// tenants' turns wait for their completions (applied to it, the 1:3
 	// shares test's short-kernel tenant lost 1-1.5% of its share, run 38).
 	LowClassPoll time.Duration
+	// LowClassSpin makes the low class's completion waiters spin instead of
+	// sleeping: where the stream enqueues fences (backend.Fencer), each of
+	// its compute points gets one behind its end event, and its waiter
+	// watches that word in host memory, yielding between looks and asking
+	// the backend only every lowSpinCheck (for a failure, which a fence
+	// never shows). No thread wakes per best-effort completion; a CPU is
+	// busy per best-effort stream with work in flight, as natively, where
+	// CUDA's synchronize spins. An experiment (lowspin.go), off.
+	LowClassSpin bool
 	// NoLowClassPace makes the low class's completion waiters look every
 	// LowClassPoll from the start, instead of first sleeping through most
 	// of a compute point's expected time (lowPollFirst). For measuring.
