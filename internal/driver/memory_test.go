@@ -319,10 +319,16 @@ func TestQuiesceKernelsWhileRemapping(t *testing.T) {
 	errs := make(chan error, 3)
 	stop := make(chan struct{})
 	wg.Add(1)
+	// Remapped under the kernels: b evicted a's chunks, and granules were
+	// unmapped. a launches at least 40 kernels, and more until both have
+	// happened (on a loaded machine its 40 may end before b's first
+	// eviction), for at most 10 s.
+	remapped := func() bool { return td.d.mem.Stats().Device.Evictions > 0 && td.watch.unmaps.Load() > 0 }
+	deadline := time.Now().Add(10 * time.Second)
 	go func() { // a's kernels: read every 64 KiB of a's guard range (sink and chunks)
 		defer wg.Done()
 		defer close(stop)
-		for i := 0; i < 40; i++ {
+		for i := 0; i < 40 || (!remapped() && time.Now().Before(deadline)); i++ {
 			_, hi := a.s.window.GuardRange() // it only grows
 			p := pack(sweep, base, uint64(hi)-base, 64<<10, 16, out.Addr)
 			if err := a.rpc.Send(&v1.Launch{Kernel: sweep.Handle, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{64, 1, 1}, Params: p}); err != nil {
