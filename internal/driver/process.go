@@ -60,7 +60,8 @@ const LowClassPollEnv = "GPUOS_SCHED_LOWPOLL"
 
 // LowClassSpinEnv, set to "1", makes the low class's completion waiters
 // spin on a fence behind each compute point instead of sleeping between
-// looks at its event (sched.Options.LowClassSpin). An experiment.
+// looks at its event (sched.Options.LowClassSpin), and its sessions' fence
+// waits spin on a word behind the fence (spinWaits). An experiment.
 const LowClassSpinEnv = "GPUOS_SCHED_LOWSPIN"
 
 // LowClassPaceEnv, set to "0", makes the low class's completion waiters look
