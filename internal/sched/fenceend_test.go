@@ -272,3 +272,45 @@ func TestLowClassSpin(t *testing.T) {
 		}
 	}
 }
+
+// TestLowClassSpinNoKick: with Options.LowClassSpin, a low-class queue's
+// batched submissions leave the background goroutine asleep, and its
+// submitter's Flush issues them; without it, the second wakes the goroutine,
+// which issues them.
+func TestLowClassSpinNoKick(t *testing.T) {
+	for _, spin := range []bool{true, false} {
+		s := newServiceSched(t, sched.Options{Device: &fakeDevice{}, TickInterval: time.Hour, LowClassSpin: spin}, "priority")
+		be := newQueue(t, s, sched.QueueParams{Tenant: "be", Session: 1, Depth: 8})
+		ctx := tctx(t)
+		for deadline := time.Now().Add(5 * time.Second); !s.BackgroundAsleep(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the background goroutine did not go to sleep")
+			}
+		}
+		time.Sleep(5 * time.Millisecond) // parked, not between its last checks
+		st := newFakeStream(true)
+		var issued atomic.Int64
+		for range 3 {
+			c := &sched.Command{Kind: sched.Marker, Stream: st, Flags: sched.Batched, Issue: func() error { issued.Add(1); return nil }}
+			if err := be.Submit(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !spin {
+			for deadline := time.Now().Add(10 * time.Second); issued.Load() < 3; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("not spinning: %d of 3 batched commands issued without Flush\n%s", issued.Load(), s.Dump())
+				}
+			}
+			continue
+		}
+		time.Sleep(20 * time.Millisecond)
+		if n := issued.Load(); n != 0 || !s.BackgroundAsleep() {
+			t.Fatalf("spinning: %d issued, background asleep %v before Flush; want none, asleep", n, s.BackgroundAsleep())
+		}
+		be.Flush()
+		if n := issued.Load(); n != 3 {
+			t.Errorf("spinning: %d of 3 issued by Flush", n)
+		}
+	}
+}

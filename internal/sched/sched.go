@@ -128,7 +128,9 @@ type Options struct {
 	// the backend only every lowSpinCheck (for a failure, which a fence
 	// never shows). No thread wakes per best-effort completion; a CPU is
 	// busy per best-effort stream with work in flight, as natively, where
-	// CUDA's synchronize spins. An experiment (lowspin.go), off.
+	// CUDA's synchronize spins. Its batched submissions (Batched) do not
+	// wake the background goroutine either; its submitter's Flush issues
+	// them. An experiment (lowspin.go), off.
 	LowClassSpin bool
 	// NoLowClassPace makes the low class's completion waiters look every
 	// LowClassPoll from the start, instead of first sleeping through most
@@ -681,8 +683,10 @@ func (q *Queue) Submit(ctx context.Context, c *Command) error {
 		// waited for that goroutine's issue and bookkeeping: 20-34 µs at
 		// P99 under load against 1.5-4.4 alone (bench/RESULTS.md, runs 41-45).
 		// It issues its own.
+		// With Options.LowClassSpin the low class wakes no one: its
+		// submitter's Flush, at the burst's end, issues what it left.
 		s.gen.Add(1)
-		if !s.dispatching && !s.bgAwake.Load() && q.queued >= 2 {
+		if !s.dispatching && !s.bgAwake.Load() && q.queued >= 2 && !(s.opts.LowClassSpin && t.class() == ClassLow) {
 			s.kick()
 		}
 	} else {
