@@ -400,17 +400,6 @@ func (m *Manager) attach(ctx context.Context, cl *client, d *driverProc, r *v1.O
 	closeFD(driverEnd)
 	if err != nil {
 		closeFD(clientEnd)
-		if errors.Is(err, wire.ErrConnLost) && ctl.Err() == nil {
-			// The request's write met the broken connection before the
-			// client's reader saw it end: wait for the reader, so that the
-			// retry waits for the driver's successor instead of taking
-			// this connection again (TestDriverKilled met it under load).
-			select {
-			case <-ctl.Done():
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
 		if ctl.Err() != nil {
 			// The driver died during the call. Its supervisor may have
 			// closed the connection (wire.ErrClosed, an invalid handle to

@@ -133,9 +133,17 @@ func (cl *Client) stop(err error) {
 
 // writeErr classifies a write failure: an encoding refusal is the caller's
 // (a typed v1 error already); anything else means the connection is gone.
+// A socket the peer closed stops the client at once, as its reader would
+// once it saw the end: until then another caller (the manager, retrying an
+// AttachSession on a driver that just died) would take the connection for
+// a live one.
 func (cl *Client) writeErr(err error) error {
 	if e := cl.Err(); e != nil {
 		return e
+	}
+	if errors.Is(err, ErrConnLost) { // the Conn met the peer's end (EPIPE, ECONNRESET)
+		cl.fail(err)
+		return err
 	}
 	var ve *v1.Error
 	if errors.As(err, &ve) {

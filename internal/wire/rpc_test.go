@@ -7,9 +7,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/wire"
+	"golang.org/x/sys/unix"
 )
 
 // fakeSession is a toy driver session: enough behaviour to exercise the
@@ -618,5 +620,37 @@ func TestAnswered(t *testing.T) {
 	}
 	if n := answered.Load(); n < 4 || n > 5 {
 		t.Fatalf("Answered ran %d times for 5 requests", n)
+	}
+}
+
+// A write that meets a socket whose peer stopped reading stops the client at
+// once, as its reader would at the connection's end: the call fails with
+// ErrConnLost, Err reports the loss and Done is closed, although the peer
+// has not closed its end (the reader has seen no end).
+func TestClientStopsOnBrokenWrite(t *testing.T) {
+	fd0, fd1, err := wire.SocketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd1)
+	if err := unix.Shutdown(fd1, unix.SHUT_RD); err != nil {
+		t.Fatal(err)
+	}
+	c, err := wire.FromFD(fd0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := wire.NewClient(c)
+	defer cl.Close()
+	if err := cl.Call(context.Background(), &v1.Synchronize{}, nil); !errors.Is(err, wire.ErrConnLost) {
+		t.Fatalf("call to a peer that stopped reading = %v, want ErrConnLost", err)
+	}
+	if err := cl.Err(); !errors.Is(err, wire.ErrConnLost) {
+		t.Errorf("Err() = %v after the write failed, want ErrConnLost", err)
+	}
+	select {
+	case <-cl.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client did not stop")
 	}
 }
