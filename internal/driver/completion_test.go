@@ -2,10 +2,8 @@ package driver
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"testing"
 	"time"
 
@@ -126,13 +124,7 @@ func TestCompletionPage(t *testing.T) {
 			words[tg.Word] = true
 		}
 		// No driver call since: what the words say is done, is.
-		var out v1.Data
-		ts.must(&v1.BufferRead{Buffer: buf.Handle, Offset: 8 * n, Length: 4 * n}, &out)
-		for i := range n {
-			if got, want := math.Float32frombits(binary.LittleEndian.Uint32(out.Data[4*i:])), float32(3*i); got != want {
-				t.Fatalf("round %d: c[%d] = %v once the words were reached, want %v", round, i, got, want)
-			}
-		}
+		ts.expectVecadd(buf, n, func(i int) float32 { return float32(3 * i) }, fmt.Sprintf("round %d, once the words were reached", round))
 	}
 	// A client that does not see its words reached in time sends
 	// Synchronize: it waits for the work SynchronizeFences answered for,
@@ -340,12 +332,6 @@ func TestCompletionPageFull(t *testing.T) {
 		}
 		// Read on the session's own stream: only the synchronize ordered it
 		// after the kernel.
-		var out v1.Data
-		ts.must(&v1.BufferRead{Buffer: buf.Handle, Offset: 8 * n, Length: 4 * n}, &out)
-		for i := range n {
-			if got := math.Float32frombits(binary.LittleEndian.Uint32(out.Data[4*i:])); got != 2 {
-				t.Fatalf("round %d: c[%d] = %v after the driver's synchronize, want 2", round, i, got)
-			}
-		}
+		ts.expectVecadd(buf, n, func(int) float32 { return 2 }, fmt.Sprintf("round %d, after the driver's synchronize", round))
 	}
 }

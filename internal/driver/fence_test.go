@@ -2,9 +2,8 @@ package driver
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"math"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,13 +51,7 @@ func TestHighClassSyncPollsFences(t *testing.T) {
 			ts.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1}, Stream: stream,
 				Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}, nil)
 			ts.must(&v1.Synchronize{Stream: stream}, nil)
-			var out v1.Data
-			ts.must(&v1.BufferRead{Buffer: buf.Handle, Offset: 8 * n, Length: 4 * n}, &out)
-			for i := range n {
-				if got, want := math.Float32frombits(binary.LittleEndian.Uint32(out.Data[4*i:])), float32(3*i); got != want {
-					t.Fatalf("%s, round %d: c[%d] = %v after the synchronize, want %v", tenant, round, i, got, want)
-				}
-			}
+			ts.expectVecadd(buf, n, func(i int) float32 { return float32(3 * i) }, fmt.Sprintf("%s, round %d, after the synchronize", tenant, round))
 		}
 		// The serving goroutine reaps after answering the synchronize,
 		// before it serves the BufferRead that followed.
@@ -261,13 +254,7 @@ func TestPrefence(t *testing.T) {
 	// check reads c = a + a back after the synchronize.
 	check := func(what string) {
 		t.Helper()
-		var out v1.Data
-		ts.must(&v1.BufferRead{Buffer: buf.Handle, Offset: 8 * n, Length: 4 * n}, &out)
-		for i := range n {
-			if got, want := math.Float32frombits(binary.LittleEndian.Uint32(out.Data[4*i:])), float32(2*i); got != want {
-				t.Fatalf("%s: c[%d] = %v, want %v", what, i, got, want)
-			}
-		}
+		ts.expectVecadd(buf, n, func(i int) float32 { return float32(2 * i) }, what)
 	}
 	// waitFences waits (bounded, no timing asserted) for the fence count to
 	// reach want, and reports whether it did.
@@ -532,13 +519,7 @@ func TestHighClassDefersKicks(t *testing.T) {
 			}
 		}
 		be.must(&v1.Synchronize{}, nil) // the best effort's work all completes
-		var out v1.Data
-		hp.must(&v1.BufferRead{Buffer: buf.Handle, Offset: 8 * n, Length: 4 * n}, &out)
-		for i := range n {
-			if got, want := math.Float32frombits(binary.LittleEndian.Uint32(out.Data[4*i:])), float32(i+1); got != want {
-				t.Fatalf("c[%d] = %v, want %v", i, got, want)
-			}
-		}
+		hp.expectVecadd(buf, n, func(i int) float32 { return float32(i + 1) }, "the service's result")
 		return hp.s.queue.Stats().KicksDeferred
 	}
 	if deferred := served(); deferred == 0 {
@@ -571,13 +552,7 @@ func TestHighClassFenceEnds(t *testing.T) {
 				Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}, nil)
 			hp.must(&v1.Synchronize{}, nil)
 		}
-		var out v1.Data
-		hp.must(&v1.BufferRead{Buffer: buf.Handle, Offset: 8 * n, Length: 4 * n}, &out)
-		for i := range n {
-			if got, want := math.Float32frombits(binary.LittleEndian.Uint32(out.Data[4*i:])), float32(i+1); got != want {
-				t.Fatalf("c[%d] = %v, want %v", i, got, want)
-			}
-		}
+		hp.expectVecadd(buf, n, func(i int) float32 { return float32(i + 1) }, "the service's result")
 		return hp.s.queue.Stats().FenceEnds
 	}
 	// One launch in 16 is timed (a start event, and an end event to
@@ -616,13 +591,7 @@ func TestLowClassSpin(t *testing.T) {
 	if f, err := be.s.fence(fc.Handle); err != nil || f.word == nil || !f.word.Reached() {
 		t.Errorf("fence %v (err %v): want a word behind its record, reached", f, err)
 	}
-	var out v1.Data
-	be.must(&v1.BufferRead{Buffer: buf.Handle, Offset: 8 * n, Length: 4 * n}, &out)
-	for i := range n {
-		if got, want := math.Float32frombits(binary.LittleEndian.Uint32(out.Data[4*i:])), float32(i+2); got != want {
-			t.Fatalf("c[%d] = %v, want %v", i, got, want)
-		}
-	}
+	be.expectVecadd(buf, n, func(i int) float32 { return float32(i + 2) }, "the best effort's result")
 }
 
 // TestWaitFenceTimeout: a WaitFence with a timeout whose fence's record is

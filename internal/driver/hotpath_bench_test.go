@@ -161,6 +161,20 @@ func (ts *testSession) vecaddBuffer(n int, a, b func(i int) float32) v1.BufferCr
 	return buf
 }
 
+// expectVecadd reads vecadd's result c (after a and b in buf, n floats
+// each) and fails the test at the first c[i] that is not want(i), naming
+// what was checked.
+func (ts *testSession) expectVecadd(buf v1.BufferCreated, n int, want func(i int) float32, what string) {
+	ts.t.Helper()
+	var out v1.Data
+	ts.must(&v1.BufferRead{Buffer: buf.Handle, Offset: uint64(8 * n), Length: uint64(4 * n)}, &out)
+	for i := range n {
+		if got := math.Float32frombits(binary.LittleEndian.Uint32(out.Data[4*i:])); got != want(i) {
+			ts.t.Fatalf("%s: c[%d] = %v, want %v", what, i, got, want(i))
+		}
+	}
+}
+
 // useRings moves the session's requests onto shared-memory rings, as the
 // client library does.
 func (ts *testSession) useRings() v1.RingOpened {

@@ -74,13 +74,7 @@ func TestSlicedLaunchUnderPriority(t *testing.T) {
 	be.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{blocks, 1, 1}, Block: [3]uint32{256, 1, 1},
 		Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}, nil)
 	be.must(&v1.Synchronize{}, nil)
-	var out v1.Data
-	be.must(&v1.BufferRead{Buffer: buf.Handle, Offset: 8 * n, Length: 4 * n}, &out)
-	for i := range n {
-		if got, want := math.Float32frombits(binary.LittleEndian.Uint32(out.Data[4*i:])), float32(i)+float32(3*i)+0.5; got != want {
-			t.Fatalf("c[%d] = %v, want %v", i, got, want)
-		}
-	}
+	be.expectVecadd(buf, n, func(i int) float32 { return float32(i) + float32(3*i) + 0.5 }, "the sliced kernels' result")
 	for _, ts := range d.sched.Tenants() {
 		if ts.Name == "be" {
 			parts := ts.Engines[sched.EngineCompute].Dispatched

@@ -111,12 +111,7 @@ func TestHighFirst(t *testing.T) {
 			be := newQueue(t, s, sched.QueueParams{Tenant: "be", Session: 1, Depth: 8})
 			svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 2, Depth: 8})
 			ctx := tctx(t)
-			for deadline := time.Now().Add(5 * time.Second); !s.BackgroundAsleep(); time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the background goroutine did not go to sleep")
-				}
-			}
-			time.Sleep(5 * time.Millisecond) // parked, not between its last checks
+			waitBackgroundAsleep(t, s)
 			g := newGate(t)
 			beSt, svcSt := newFakeStream(true), newFakeStream(true)
 			// Batched and alone: left queued for a dispatcher to come by.
@@ -419,12 +414,7 @@ func TestDeferredKicks(t *testing.T) {
 			svc.SetDeferredKicks(tc.deferred)
 			svc.SetOwnCompletions(true) // as the driver's service: no waiter completes (and dispatches) for it
 			ctx := tctx(t)
-			for deadline := time.Now().Add(5 * time.Second); !s.BackgroundAsleep(); time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the background goroutine did not go to sleep")
-				}
-			}
-			time.Sleep(5 * time.Millisecond) // parked, not between its last checks
+			waitBackgroundAsleep(t, s)
 			beSt, svcSt := newFakeStream(true), newFakeStream(true)
 			taken := make(chan struct{})
 			marker := &sched.Command{Kind: sched.Marker, Stream: beSt, Flags: sched.Batched, Issue: func() error { close(taken); return nil }}

@@ -282,12 +282,7 @@ func TestLowClassSpinNoKick(t *testing.T) {
 		s := newServiceSched(t, sched.Options{Device: &fakeDevice{}, TickInterval: time.Hour, LowClassSpin: spin}, "priority")
 		be := newQueue(t, s, sched.QueueParams{Tenant: "be", Session: 1, Depth: 8})
 		ctx := tctx(t)
-		for deadline := time.Now().Add(5 * time.Second); !s.BackgroundAsleep(); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the background goroutine did not go to sleep")
-			}
-		}
-		time.Sleep(5 * time.Millisecond) // parked, not between its last checks
+		waitBackgroundAsleep(t, s)
 		st := newFakeStream(true)
 		var issued atomic.Int64
 		for range 3 {

@@ -154,6 +154,19 @@ func (g *simGPU) cost(t testing.TB, n, blocks uint32) time.Duration {
 	return d
 }
 
+// waitBackgroundAsleep waits until s's background goroutine has gone to
+// sleep, and a little more, so that it is parked rather than between its
+// last checks.
+func waitBackgroundAsleep(t testing.TB, s *sched.Scheduler) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !s.BackgroundAsleep(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the background goroutine did not go to sleep")
+		}
+	}
+	time.Sleep(5 * time.Millisecond)
+}
+
 func newSched(t testing.TB, o sched.Options) *sched.Scheduler {
 	t.Helper()
 	s, err := sched.New(o)
