@@ -453,7 +453,7 @@ func (s *Scheduler) issueLocked(a *action) {
 	// A point that takes no timing from its end, which its queue will own,
 	// may end at the command's own fence (fenceend.go).
 	fenceable := track && p.unstarted && a.hi == 0 && q.own && q.waiting == 0
-	lowSpin := track && timed && s.opts.LowClassSpin && t.class() == ClassLow
+	lowSpin := track && s.spinsLow(p)
 	c.EndFence = nil
 	s.mu.Unlock()
 
@@ -549,7 +549,7 @@ func (s *Scheduler) flushLocked(sq *streamQ) {
 	sq.tail = nil
 	end := s.takeEvent(p.timed)
 	timed, st := p.timed, sq.st
-	lowSpin := timed && s.opts.LowClassSpin && p.t.class() == ClassLow
+	lowSpin := s.spinsLow(p)
 	s.mu.Unlock()
 	var err error
 	if end == nil {

@@ -23,6 +23,12 @@ import (
 // event: a failed context or a destroyed stream never reaches the fence.
 const lowSpinCheck = time.Millisecond
 
+// spinsLow reports whether p's waiter spins on a fence behind it: a
+// low-class compute point, with Options.LowClassSpin.
+func (s *Scheduler) spinsLow(p *point) bool {
+	return p.timed && s.opts.LowClassSpin && p.t.class() == ClassLow
+}
+
 // enqueueLowFence enqueues a fence on st behind what was just recorded
 // there, or returns nil if st has none to give (the waiter then polls).
 func enqueueLowFence(st backend.Stream) backend.Fence {
