@@ -91,10 +91,7 @@
 // $GPUOS_SCHED_LOWPOLL how often those of the low class query (a
 // duration, or off: sched.Options.LowClassPoll), and $GPUOS_SCHED_LOWPACE=0
 // makes them query that often from a kernel's start
-// (sched.Options.NoLowClassPace), and $GPUOS_SCHED_LOWSPIN=1 makes them
-// spin on a fence behind each point instead of sleeping, and that class's
-// fence waits spin on a word behind the fence (an experiment:
-// sched.Options.LowClassSpin, spinWaits);
+// (sched.Options.NoLowClassPace);
 // $GPUOS_HEDGE=0 turns off hedged serving of high-class sessions;
 // $GPUOS_SYNC_FENCE=0 makes their synchronizing calls block in the driver
 // instead of polling fences, and $GPUOS_SYNC_FENCE_SPIN sets how long

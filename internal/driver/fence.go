@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"context"
 	"os"
 	"runtime"
 	"sync"
@@ -383,55 +382,4 @@ func pollFencesPaced(streams []backend.Stream, fences []backend.Fence) (int, err
 		nap = min(2*nap, pacedMax)
 	}
 	return waitedFence, nil
-}
-
-// spinWaits reports whether the session's waits for its fences spin rather
-// than block a thread in the driver: a low-class session with the
-// scheduler's low-class waiters spinning (sched.Options.LowClassSpin,
-// $GPUOS_SCHED_LOWSPIN=1, an experiment). A best-effort client waits on a
-// fence per batch of kernels; blocked in cuEventSynchronize, a thread per
-// wait made the Go runtime hand its P to another, woken, and woke the
-// serving goroutine when it returned.
-func (s *Session) spinWaits() bool {
-	return s.d.opts.Sched.LowClassSpin && s.d.sched.TenantClass(s.tenant.name) == sched.ClassLow
-}
-
-// spinCheck is how often a spinning fence wait asks the driver about the
-// fence's event: a failure never reaches the word.
-const spinCheck = time.Millisecond
-
-// spinFenceObj waits, calling yield between looks, for f's record to be
-// issued and then for the word behind it (without one, for its event),
-// asking the driver about the event every spinCheck. It returns ctx's error
-// if ctx ends first.
-func spinFenceObj(ctx context.Context, f *fenceObj, yield func()) error {
-	for issued := false; !issued; {
-		select {
-		case <-f.issued:
-			issued = true
-		case <-ctx.Done():
-			return ctx.Err()
-		default:
-			yield()
-		}
-	}
-	if err := f.issueErr(); err != nil {
-		return err
-	}
-	check := time.Now()
-	for f.word == nil || !f.word.Reached() {
-		if now := time.Now(); f.word == nil || now.After(check) {
-			if done, err := f.ev.Query(); err != nil || done {
-				return err
-			}
-			check = now.Add(spinCheck)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		default:
-			yield()
-		}
-	}
-	return nil
 }

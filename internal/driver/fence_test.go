@@ -566,79 +566,34 @@ func TestHighClassFenceEnds(t *testing.T) {
 	}
 }
 
-// TestLowClassSpin: with sched.Options.LowClassSpin ($GPUOS_SCHED_LOWSPIN=1),
-// a best-effort session's kernels complete by the fences its completion
-// waiters spin on, its client's fence is waited for by a word behind it, and
-// the results are right.
-func TestLowClassSpin(t *testing.T) {
-	td := newTestDriver(t, 256<<20, Options{Sched: sched.Options{Policy: "priority", LowClassSpin: true}})
-	if err := td.d.sched.SetShare("be", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassLow, ClassSet: true}); err != nil {
-		t.Fatal(err)
-	}
-	const n = 1024
-	be := td.session("be", 0)
-	k := be.loadKernel("vecadd.ptx", "vecadd")
-	buf := be.vecaddBuffer(n, func(i int) float32 { return float32(i) }, func(i int) float32 { return 2 })
-	for range 8 {
-		be.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1},
-			Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}, nil)
-	}
-	// The client waits on a fence, as the benchmark's best effort does: its
-	// session spins on a word behind the fence's record.
-	var fc v1.FenceCreated
-	be.must(&v1.RecordFence{}, &fc)
-	be.must(&v1.WaitFence{Fence: fc.Handle}, nil)
-	if f, err := be.s.fence(fc.Handle); err != nil || f.word == nil || !f.word.Reached() {
-		t.Errorf("fence %v (err %v): want a word behind its record, reached", f, err)
-	}
-	be.expectVecadd(buf, n, func(i int) float32 { return float32(i + 2) }, "the best effort's result")
-}
-
 // TestWaitFenceTimeout: a WaitFence with a timeout whose fence's record is
 // not issued in time (the session's queue held, as the memory manager holds
 // it to remap) fails with CodeTimeout, and the fence stays usable: waited
-// for without a timeout once the queue runs again, it is reached. So
-// whether the session's waits block in the driver or spin (a low-class
-// session with sched.Options.LowClassSpin: on a word behind the record).
+// for without a timeout once the queue runs again, it is reached.
 func TestWaitFenceTimeout(t *testing.T) {
-	for _, spin := range []bool{false, true} {
-		td := newTestDriver(t, 256<<20, Options{Sched: sched.Options{LowClassSpin: spin}})
-		if err := td.d.sched.SetShare("low", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassLow, ClassSet: true}); err != nil {
-			t.Fatal(err)
-		}
-		f := newScriptFixture(t, td, "low")
-		if f.s.spinWaits() != spin {
-			t.Fatalf("spin %v: the session's waits spin: %v", spin, f.s.spinWaits())
-		}
-		release, err := f.s.queue.Hold(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.launch(0, f.sms+1)
-		f.add(0, &v1.RecordFence{})
-		sc := f.serve(nil)
-		fc, ok := sc.replies[len(sc.replies)-1].(*v1.FenceCreated)
-		if !ok || len(sc.errs) != 0 {
-			t.Fatalf("spin %v: record fence: replies %v, errors %v", spin, sc.replies, sc.errs)
-		}
-		f.reset()
-		f.add(0, &v1.WaitFence{Fence: fc.Handle, TimeoutNs: uint64(5 * time.Millisecond)})
-		sc = f.serve(nil)
-		if e, ok := sc.replies[len(sc.replies)-1].(*v1.Error); !ok || v1.CodeOf(e) != v1.CodeTimeout {
-			t.Fatalf("spin %v: wait with a timeout: reply %v, want a CodeTimeout error", spin, sc.replies[len(sc.replies)-1])
-		}
-		release()
-		f.reset()
-		f.add(0, &v1.WaitFence{Fence: fc.Handle})
-		if sc = f.serve(nil); len(sc.errs) != 0 {
-			t.Fatalf("spin %v: wait once the queue ran: %v", spin, sc.errs)
-		}
-		fo, err := f.s.fence(fc.Handle)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if word := fo.word != nil; word != spin {
-			t.Errorf("spin %v: a word behind the record: %v", spin, word)
-		}
+	td := newTestDriver(t, 256<<20, Options{})
+	f := newScriptFixture(t, td, "low")
+	release, err := f.s.queue.Hold(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.launch(0, f.sms+1)
+	f.add(0, &v1.RecordFence{})
+	sc := f.serve(nil)
+	fc, ok := sc.replies[len(sc.replies)-1].(*v1.FenceCreated)
+	if !ok || len(sc.errs) != 0 {
+		t.Fatalf("record fence: replies %v, errors %v", sc.replies, sc.errs)
+	}
+	f.reset()
+	f.add(0, &v1.WaitFence{Fence: fc.Handle, TimeoutNs: uint64(5 * time.Millisecond)})
+	sc = f.serve(nil)
+	if e, ok := sc.replies[len(sc.replies)-1].(*v1.Error); !ok || v1.CodeOf(e) != v1.CodeTimeout {
+		t.Fatalf("wait with a timeout: reply %v, want a CodeTimeout error", sc.replies[len(sc.replies)-1])
+	}
+	release()
+	f.reset()
+	f.add(0, &v1.WaitFence{Fence: fc.Handle})
+	if sc = f.serve(nil); len(sc.errs) != 0 {
+		t.Fatalf("wait once the queue ran: %v", sc.errs)
 	}
 }

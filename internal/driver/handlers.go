@@ -1000,15 +1000,9 @@ func (s *Session) recordFence(ctx context.Context, m *v1.RecordFence) (v1.Messag
 	if err != nil {
 		return nil, err
 	}
-	spin := s.spinWaits()
 	f.rec = &sched.Command{Kind: sched.Marker, Stream: so.st,
 		Issue: func() error {
 			err := so.st.Record(ev)
-			if fr, ok := so.st.(backend.Fencer); ok && spin && err == nil {
-				if w, ferr := fr.Fence(); ferr == nil {
-					f.word = w
-				}
-			}
 			f.markIssued(err)
 			return err
 		},
@@ -1071,15 +1065,6 @@ func (s *Session) waitFence(ctx context.Context, m *v1.WaitFence) error {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(min(m.TimeoutNs, 1<<62)))
 		defer cancel()
-	}
-	if s.spinWaits() {
-		if err := spinFenceObj(ctx, f, s.d.polling.yield); err != nil {
-			if ctx.Err() != nil && s.ctx.Err() == nil {
-				return v1.Errorf(v1.CodeTimeout, "fence not reached within %v", time.Duration(m.TimeoutNs))
-			}
-			return err
-		}
-		return s.takeDeferred()
 	}
 	wait := make(chan error, 1)
 	go func() {

@@ -56,10 +56,6 @@ type fenceObj struct {
 	once   sync.Once
 
 	rec *sched.Command // the record: a wait for the fence is issued after it
-	// word, set before issued is closed, is a backend fence enqueued right
-	// behind the record, for a session whose waits spin (spinWaits); nil:
-	// none.
-	word backend.Fence
 }
 
 func (f *fenceObj) markIssued(err error) {

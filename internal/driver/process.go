@@ -58,12 +58,6 @@ const BlockingWaitEnv = "GPUOS_SCHED_WAIT"
 // (they wait in the backend). For measuring; unset, the scheduler's default.
 const LowClassPollEnv = "GPUOS_SCHED_LOWPOLL"
 
-// LowClassSpinEnv, set to "1", makes the low class's completion waiters
-// spin on a fence behind each compute point instead of sleeping between
-// looks at its event (sched.Options.LowClassSpin), and its sessions' fence
-// waits spin on a word behind the fence (spinWaits). An experiment.
-const LowClassSpinEnv = "GPUOS_SCHED_LOWSPIN"
-
 // LowClassPaceEnv, set to "0", makes the low class's completion waiters look
 // every poll period from the start (sched.Options.NoLowClassPace). For
 // measuring.
@@ -164,8 +158,7 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 		DeviceMemoryLimit: *devMem, Log: log, SwapLimit: *swap, SwapReserve: *swapReserve, MinResidency: *minRes, ReserveSMs: *reserveSMs,
 		Sched: sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0", NoHighFirst: os.Getenv(NoHighFirstEnv) == "0", SliceTarget: slice,
 			BlockingWait: os.Getenv(BlockingWaitEnv) == "block", LowClassPoll: lowPoll,
-			NoLowClassPace: os.Getenv(LowClassPaceEnv) == "0", LowClassSpin: os.Getenv(LowClassSpinEnv) == "1",
-			NoHighClassStart: os.Getenv(HighClassStartEnv) == "0"}})
+			NoLowClassPace: os.Getenv(LowClassPaceEnv) == "0", NoHighClassStart: os.Getenv(HighClassStartEnv) == "0"}})
 	if err != nil {
 		return err
 	}

@@ -453,7 +453,6 @@ func (s *Scheduler) issueLocked(a *action) {
 	// A point that takes no timing from its end, which its queue will own,
 	// may end at the command's own fence (fenceend.go).
 	fenceable := track && p.unstarted && a.hi == 0 && q.own && q.waiting == 0
-	lowSpin := track && s.spinsLow(p)
 	c.EndFence = nil
 	s.mu.Unlock()
 
@@ -482,10 +481,6 @@ func (s *Scheduler) issueLocked(a *action) {
 		if recErr == nil {
 			recErr = recordMarker(st, end)
 		}
-	}
-	var lowFence backend.Fence
-	if lowSpin && !fenced && recErr == nil {
-		lowFence = enqueueLowFence(st)
 	}
 
 	s.mu.Lock()
@@ -527,7 +522,7 @@ func (s *Scheduler) issueLocked(a *action) {
 	}
 	c.EndFence = nil
 	if track {
-		p.end, p.lowFence = end, lowFence
+		p.end = end
 		if recErr != nil {
 			s.completeAndReport(p, fmt.Errorf("track completion: %w", recErr))
 		} else if !s.ownLocked(q, p, a) {
@@ -549,7 +544,6 @@ func (s *Scheduler) flushLocked(sq *streamQ) {
 	sq.tail = nil
 	end := s.takeEvent(p.timed)
 	timed, st := p.timed, sq.st
-	lowSpin := s.spinsLow(p)
 	s.mu.Unlock()
 	var err error
 	if end == nil {
@@ -558,12 +552,8 @@ func (s *Scheduler) flushLocked(sq *streamQ) {
 	if err == nil {
 		err = recordMarker(st, end)
 	}
-	var lowFence backend.Fence
-	if lowSpin && err == nil {
-		lowFence = enqueueLowFence(st)
-	}
 	s.mu.Lock()
-	p.end, p.lowFence = end, lowFence
+	p.end = end
 	if err != nil {
 		s.completeAndReport(p, fmt.Errorf("track completion: %w", err))
 		return

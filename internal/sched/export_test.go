@@ -3,7 +3,6 @@ package sched
 import (
 	"fmt"
 	"strings"
-	"time"
 )
 
 // Expressed is how many commands the express lane issued.
@@ -93,10 +92,4 @@ func (s *Scheduler) BackgroundAsleep() bool { return !s.bgAwake.Load() }
 func (s *Scheduler) Lock() (unlock func()) {
 	s.mu.Lock()
 	return s.mu.Unlock
-}
-
-// SetSleep replaces the waiters' sleep until restore is called.
-func SetSleep(f func(time.Duration)) (restore func()) {
-	sleep = f
-	return func() { sleep = time.Sleep }
 }

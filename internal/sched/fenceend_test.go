@@ -227,85 +227,25 @@ func waitReaped(t *testing.T, ctx context.Context, q *sched.Queue, done chan err
 	}
 }
 
-// TestLowClassSpin: with Options.LowClassSpin, a low-class tenant's tracked
-// compute points get a fence behind their end event, and their waiter
-// completes them by watching it, never sleeping; without it, none.
-func TestLowClassSpin(t *testing.T) {
-	const n = 8
-	for _, spin := range []bool{true, false} {
-		var naps atomic.Int64
-		restore := sched.SetSleep(func(d time.Duration) { naps.Add(1); time.Sleep(d) })
-		ctx := tctx(t)
-		s := newServiceSched(t, sched.Options{Device: &fakeDevice{}, LowClassSpin: spin}, "priority")
-		q := newQueue(t, s, sched.QueueParams{Tenant: "be", Session: 2, Depth: 16})
-		st := newFakeStream(false)
-		done := make(chan error, n)
-		for range n {
-			c := &sched.Command{Kind: sched.Compute, Stream: st, Issue: st.op, Flags: sched.Sync, Done: func(err error) { done <- err }}
-			if err := q.Submit(ctx, c); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := q.WaitIssued(ctx, nil); err != nil {
+// TestBatchedIssuedWithoutFlush: a low-class queue's batched submissions
+// wake the background goroutine once two are queued, and it issues them
+// without the submitter's Flush.
+func TestBatchedIssuedWithoutFlush(t *testing.T) {
+	s := newServiceSched(t, sched.Options{Device: &fakeDevice{}, TickInterval: time.Hour}, "priority")
+	be := newQueue(t, s, sched.QueueParams{Tenant: "be", Session: 1, Depth: 8})
+	ctx := tctx(t)
+	waitBackgroundAsleep(t, s)
+	st := newFakeStream(true)
+	var issued atomic.Int64
+	for range 3 {
+		c := &sched.Command{Kind: sched.Marker, Stream: st, Flags: sched.Batched, Issue: func() error { issued.Add(1); return nil }}
+		if err := be.Submit(ctx, c); err != nil {
 			t.Fatal(err)
 		}
-		st.release(-1)
-		for range n {
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-ctx.Done():
-				t.Fatalf("spin %v: commands never completed\n%s", spin, s.Dump())
-			}
-		}
-		restore()
-		st.mu.Lock()
-		fences := st.fences
-		st.mu.Unlock()
-		if spin && (fences != n || naps.Load() != 0) {
-			t.Errorf("spinning: %d fences for %d commands, %d naps; want %d and none", fences, n, naps.Load(), n)
-		}
-		if !spin && fences != 0 {
-			t.Errorf("not spinning: %d fences enqueued, want none", fences)
-		}
 	}
-}
-
-// TestLowClassSpinNoKick: with Options.LowClassSpin, a low-class queue's
-// batched submissions leave the background goroutine asleep, and its
-// submitter's Flush issues them; without it, the second wakes the goroutine,
-// which issues them.
-func TestLowClassSpinNoKick(t *testing.T) {
-	for _, spin := range []bool{true, false} {
-		s := newServiceSched(t, sched.Options{Device: &fakeDevice{}, TickInterval: time.Hour, LowClassSpin: spin}, "priority")
-		be := newQueue(t, s, sched.QueueParams{Tenant: "be", Session: 1, Depth: 8})
-		ctx := tctx(t)
-		waitBackgroundAsleep(t, s)
-		st := newFakeStream(true)
-		var issued atomic.Int64
-		for range 3 {
-			c := &sched.Command{Kind: sched.Marker, Stream: st, Flags: sched.Batched, Issue: func() error { issued.Add(1); return nil }}
-			if err := be.Submit(ctx, c); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if !spin {
-			for deadline := time.Now().Add(10 * time.Second); issued.Load() < 3; time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("not spinning: %d of 3 batched commands issued without Flush\n%s", issued.Load(), s.Dump())
-				}
-			}
-			continue
-		}
-		time.Sleep(20 * time.Millisecond)
-		if n := issued.Load(); n != 0 || !s.BackgroundAsleep() {
-			t.Fatalf("spinning: %d issued, background asleep %v before Flush; want none, asleep", n, s.BackgroundAsleep())
-		}
-		be.Flush()
-		if n := issued.Load(); n != 3 {
-			t.Errorf("spinning: %d of 3 issued by Flush", n)
+	for deadline := time.Now().Add(10 * time.Second); issued.Load() < 3; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 3 batched commands issued without Flush\n%s", issued.Load(), s.Dump())
 		}
 	}
 }

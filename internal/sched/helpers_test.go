@@ -230,7 +230,6 @@ type fakeStream struct {
 	failNext error
 	records  int   // events recorded on it
 	queryErr error // Query's error, if set: the stream's work failed
-	fences   int   // fences enqueued through Fence
 }
 
 func newFakeStream(auto bool) *fakeStream {
@@ -323,15 +322,6 @@ func (f *fakeStream) fence() backend.Fence {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return &fakeFence{st: f, at: f.enqueued}
-}
-
-// Fence is fence, as backend.Fencer: a scheduler with Options.LowClassSpin
-// enqueues them.
-func (f *fakeStream) Fence() (backend.Fence, error) {
-	f.mu.Lock()
-	f.fences++
-	f.mu.Unlock()
-	return f.fence(), nil
 }
 
 type fakeFence struct {

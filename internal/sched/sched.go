@@ -121,17 +121,6 @@ type Options struct {
 	// tenants' turns wait for their completions (applied to it, the 1:3
 	// shares test's short-kernel tenant lost 1-1.5% of its share, run 38).
 	LowClassPoll time.Duration
-	// LowClassSpin makes the low class's completion waiters spin instead of
-	// sleeping: where the stream enqueues fences (backend.Fencer), each of
-	// its compute points gets one behind its end event, and its waiter
-	// watches that word in host memory, yielding between looks and asking
-	// the backend only every lowSpinCheck (for a failure, which a fence
-	// never shows). No thread wakes per best-effort completion; a CPU is
-	// busy per best-effort stream with work in flight, as natively, where
-	// CUDA's synchronize spins. Its batched submissions (Batched) do not
-	// wake the background goroutine either; its submitter's Flush issues
-	// them. An experiment (lowspin.go), off.
-	LowClassSpin bool
 	// NoLowClassPace makes the low class's completion waiters look every
 	// LowClassPoll from the start, instead of first sleeping through most
 	// of a compute point's expected time (lowPollFirst). For measuring.
@@ -683,10 +672,8 @@ func (q *Queue) Submit(ctx context.Context, c *Command) error {
 		// waited for that goroutine's issue and bookkeeping: 20-34 µs at
 		// P99 under load against 1.5-4.4 alone (bench/RESULTS.md, runs 41-45).
 		// It issues its own.
-		// With Options.LowClassSpin the low class wakes no one: its
-		// submitter's Flush, at the burst's end, issues what it left.
 		s.gen.Add(1)
-		if !s.dispatching && !s.bgAwake.Load() && q.queued >= 2 && !(s.opts.LowClassSpin && t.class() == ClassLow) {
+		if !s.dispatching && !s.bgAwake.Load() && q.queued >= 2 {
 			s.kick()
 		}
 	} else {

@@ -33,9 +33,6 @@ type point struct {
 	err    error
 	next   *point   // accounting order (timed points)
 	fence  fenceEnd // end, when it ended at its command's fence (fenceend.go)
-	// lowFence, a low-class compute point's fence behind its end event,
-	// for its waiter to spin on (Options.LowClassSpin); nil: none.
-	lowFence backend.Fence
 	// unstarted: a high-class point left without a start event
 	// (highStartEvery); its charge is at most its tenant's estimate.
 	unstarted bool
@@ -194,9 +191,7 @@ func (s *Scheduler) wait(w *waiter) {
 		s.mu.Unlock()
 		began := time.Now()
 		var err error
-		if lf := p.lowFence; lf != nil {
-			err = spinFence(end, lf, s.opts.Yield)
-		} else if poll {
+		if poll {
 			err = pollEvent(end, first, s.opts.LowClassPoll)
 		} else {
 			err = end.Synchronize()
