@@ -112,8 +112,7 @@ func TestCompletionPage(t *testing.T) {
 	for round := range 20 {
 		stream := []uint64{0, sc.Handle}[round%2]
 		ts.must(&v1.Memset{Dst: v1.Ref{Buffer: buf.Handle, Offset: 8 * n}, Value: 0, ElemSize: 4, Count: n, Stream: stream}, nil)
-		ts.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1}, Stream: stream,
-			Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}, nil)
+		ts.must(vecaddLaunch(k, buf, n, stream), nil)
 		var ft v1.FenceTargets
 		ts.must(&v1.SynchronizeFences{Stream: stream}, &ft)
 		if len(ft.Targets) == 0 {
@@ -130,8 +129,7 @@ func TestCompletionPage(t *testing.T) {
 	// Synchronize: it waits for the work SynchronizeFences answered for,
 	// though the scheduler handed those streams to that call.
 	for round := range 5 {
-		ts.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1},
-			Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}, nil)
+		ts.must(vecaddLaunch(k, buf, n, 0), nil)
 		var ft v1.FenceTargets
 		ts.must(&v1.SynchronizeFences{}, &ft)
 		ts.must(&v1.Synchronize{}, nil)
@@ -316,8 +314,7 @@ func TestCompletionPageFull(t *testing.T) {
 	var ft v1.FenceTargets
 	for round, st := range []uint64{streams[len(streams)-1], streams[len(streams)-1]} {
 		ts.must(&v1.Memset{Dst: v1.Ref{Buffer: buf.Handle, Offset: 8 * n}, Value: 0, ElemSize: 4, Count: n, Stream: st}, nil)
-		ts.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1}, Stream: st,
-			Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}, nil)
+		ts.must(vecaddLaunch(k, buf, n, st), nil)
 		// Session-wide (round 0) and naming the stream (round 1).
 		ts.must(&v1.SynchronizeFences{Stream: []uint64{0, st}[round]}, &ft)
 		if len(ft.Targets) != 0 {

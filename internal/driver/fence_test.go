@@ -48,8 +48,7 @@ func TestHighClassSyncPollsFences(t *testing.T) {
 		buf := ts.vecaddBuffer(n, func(i int) float32 { return float32(i) }, func(i int) float32 { return float32(2 * i) })
 		for round, stream := range []uint64{0, sc.Handle} {
 			ts.must(&v1.Memset{Dst: v1.Ref{Buffer: buf.Handle, Offset: 8 * n}, Value: 0, ElemSize: 4, Count: n, Stream: stream}, nil)
-			ts.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1}, Stream: stream,
-				Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}, nil)
+			ts.must(vecaddLaunch(k, buf, n, stream), nil)
 			ts.must(&v1.Synchronize{Stream: stream}, nil)
 			ts.expectVecadd(buf, n, func(i int) float32 { return float32(3 * i) }, fmt.Sprintf("%s, round %d, after the synchronize", tenant, round))
 		}
@@ -249,8 +248,7 @@ func TestPrefence(t *testing.T) {
 	const n = 1024
 	index := func(i int) float32 { return float32(i) }
 	buf := ts.vecaddBuffer(n, index, index)
-	launch := &v1.Launch{Kernel: k.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1},
-		Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}
+	launch := vecaddLaunch(k, buf, n, 0)
 	// check reads c = a + a back after the synchronize.
 	check := func(what string) {
 		t.Helper()
@@ -504,12 +502,10 @@ func TestHighClassDefersKicks(t *testing.T) {
 		k := hp.loadKernel("vecadd.ptx", "vecadd")
 		buf := hp.vecaddBuffer(n, func(i int) float32 { return float32(i) }, func(i int) float32 { return 1 })
 		for range 32 {
-			be.must(&v1.Launch{Kernel: bk.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1},
-				Params: pack(bk, bbuf.Addr, bbuf.Addr+4*n, bbuf.Addr+8*n, n)}, nil)
+			be.must(vecaddLaunch(bk, bbuf, n, 0), nil)
 		}
 		for range 8 {
-			hp.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1},
-				Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}, nil)
+			hp.must(vecaddLaunch(k, buf, n, 0), nil)
 			hp.must(&v1.Synchronize{}, nil)
 		}
 		// Paid after the last answer, on the serving goroutine.
@@ -548,8 +544,7 @@ func TestHighClassFenceEnds(t *testing.T) {
 		k := hp.loadKernel("vecadd.ptx", "vecadd")
 		buf := hp.vecaddBuffer(n, func(i int) float32 { return float32(i) }, func(i int) float32 { return 1 })
 		for range rounds {
-			hp.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{n / 256, 1, 1}, Block: [3]uint32{256, 1, 1},
-				Params: pack(k, buf.Addr, buf.Addr+4*n, buf.Addr+8*n, n)}, nil)
+			hp.must(vecaddLaunch(k, buf, n, 0), nil)
 			hp.must(&v1.Synchronize{}, nil)
 		}
 		hp.expectVecadd(buf, n, func(i int) float32 { return float32(i + 1) }, "the service's result")

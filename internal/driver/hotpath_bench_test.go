@@ -161,6 +161,13 @@ func (ts *testSession) vecaddBuffer(n int, a, b func(i int) float32) v1.BufferCr
 	return buf
 }
 
+// vecaddLaunch is the request that launches vecadd k over buf's n elements (n a multiple of
+// 256) on stream (0: the session's default).
+func vecaddLaunch(k v1.KernelInfo, buf v1.BufferCreated, n int, stream uint64) *v1.Launch {
+	return &v1.Launch{Kernel: k.Handle, Grid: [3]uint32{uint32(n / 256), 1, 1}, Block: [3]uint32{256, 1, 1}, Stream: stream,
+		Params: pack(k, buf.Addr, buf.Addr+uint64(4*n), buf.Addr+uint64(8*n), uint64(n))}
+}
+
 // expectVecadd reads vecadd's result c (after a and b in buf, n floats
 // each) and fails the test at the first c[i] that is not want(i), naming
 // what was checked.
