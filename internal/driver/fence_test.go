@@ -501,6 +501,13 @@ func TestHighClassDefersKicks(t *testing.T) {
 		hp.useRings()
 		k := hp.loadKernel("vecadd.ptx", "vecadd")
 		buf := hp.vecaddBuffer(n, func(i int) float32 { return float32(i) }, func(i int) float32 { return 1 })
+		// Held, the best effort's queue keeps its launches queued however
+		// fast the software GPU runs them (unheld, they could all be done
+		// before the service's first launch).
+		release, err := be.s.queue.Hold(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
 		for range 32 {
 			be.must(vecaddLaunch(bk, bbuf, n, 0), nil)
 		}
@@ -514,6 +521,7 @@ func TestHighClassDefersKicks(t *testing.T) {
 				t.Fatal("a wake-up of the dispatcher still owed after the service's requests were answered")
 			}
 		}
+		release()
 		be.must(&v1.Synchronize{}, nil) // the best effort's work all completes
 		hp.expectVecadd(buf, n, func(i int) float32 { return float32(i + 1) }, "the service's result")
 		return hp.s.queue.Stats().KicksDeferred
