@@ -11,7 +11,9 @@
 #   A="X=1" B="GPUOS_SYNC_FENCE=0" bench/sched/ab.sh      (on the GPU machine)
 #
 # A and B are environment assignments for the daemon (X=1: none); A_CLIENTS
-# and B_CLIENTS, for every client process of that arm (default X=1). Built as
+# and B_CLIENTS, for every client process of that arm (default X=1); A_WITH
+# and B_WITH, a shell command run beside the arm (started before its daemon,
+# its process group killed after; output in the run's with.log). Built as
 # for run.sh (bench/sched/build.sh, into .carry/bench-sched/). Environment:
 #   OUT=DIR     results, a directory per run (default /tmp/gpuos-sched-ab)
 #   ROUNDS=N    default 3;  DUR=S default 6;  PHASE=MS default 500;
@@ -28,6 +30,8 @@ A=${A:-X=1}
 B=${B:-X=1}
 A_CLIENTS=${A_CLIENTS:-X=1}
 B_CLIENTS=${B_CLIENTS:-X=1}
+A_WITH=${A_WITH:-}
+B_WITH=${B_WITH:-}
 ROUNDS=${ROUNDS:-3}
 DUR=${DUR:-6}
 WARM=2
@@ -45,10 +49,11 @@ start_in() { START=$(date -d "+$1 seconds" +%s.%N); }
 # shellcheck disable=SC2086 # CLIENT_ENV is a list of assignments
 sb() { local tok=$1; shift; env $CLIENT_ENV GPUOS_TOKEN="$tok" timeout $((4 * DUR + 60)) "$BIN/schedbench" "$@" --ptx "$PTX" --duration "$((2 * DUR))s" --start-at "$START"; }
 
-one() { # NAME ENV CLIENT_ENV
-	local name=$1 env=$2 o=$OUT/$1
+one() { # NAME ENV CLIENT_ENV WITH
+	local name=$1 env=$2 o=$OUT/$1 with=$4 beside=
 	CLIENT_ENV=$3
 	rm -rf "$o"; mkdir -p "$o"
+	if [[ -n $with ]]; then setsid bash -c "$with" > "$o/with.log" 2>&1 & beside=$!; fi
 	date +%s.%N > "$o/serve.start" # for lining up the daemon's own clock (e.g. GODEBUG=gctrace=1's @s)
 	# shellcheck disable=SC2086 # ENV is a list of assignments
 	env GPUOS_LATENCY_LOG="$o/latency.log" GPUOS_STALL_TRACE= $env "$BIN/gpuos" serve --backend cuda \
@@ -70,6 +75,7 @@ one() { # NAME ENV CLIENT_ENV
 	GPUOS_TOKEN=hp "$BIN/gpuos" policy tenants > "$o/tenants.txt" 2>&1 || true
 	kill $daemon; wait $daemon 2> /dev/null || true
 	[[ -n $sampler ]] && kill "$sampler"
+	if [[ -n $beside ]]; then kill -- -"$beside" 2> /dev/null || true; wait "$beside" 2> /dev/null || true; fi
 	sleep 0.5
 	python3 - "$name" "$o" <<'PY'
 import json, sys
@@ -84,9 +90,9 @@ PY
 	"$BIN/schedbench" stages --phase "${PHASE}ms" --settle "${SETTLE}ms" "$o" | sed 's/^/    /'
 }
 
-echo "A: $A (clients: $A_CLIENTS)"
-echo "B: $B (clients: $B_CLIENTS)"
+echo "A: $A (clients: $A_CLIENTS${A_WITH:+; beside: $A_WITH})"
+echo "B: $B (clients: $B_CLIENTS${B_WITH:+; beside: $B_WITH})"
 for r in $(seq 1 "$ROUNDS"); do
-	one "A-$r" "$A" "$A_CLIENTS"
-	one "B-$r" "$B" "$B_CLIENTS"
+	one "A-$r" "$A" "$A_CLIENTS" "$A_WITH"
+	one "B-$r" "$B" "$B_CLIENTS" "$B_WITH"
 done
