@@ -17,6 +17,7 @@ import (
 	"github.com/gpuos/gpuos/internal/backend/auto"
 	"github.com/gpuos/gpuos/internal/backend/sim"
 	"github.com/gpuos/gpuos/internal/config"
+	"github.com/gpuos/gpuos/internal/ring"
 	"github.com/gpuos/gpuos/internal/sched"
 	"github.com/gpuos/gpuos/internal/wire"
 )
@@ -154,6 +155,7 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 	if _, err := startWindowTrace(ctx, log); err != nil {
 		return err
 	}
+	go watchYields(ctx, log, yieldReport, ring.LongYields)
 	d, err := New(Options{Backend: choice.Backend, Ordinal: *device, Audit: al, Limits: lim,
 		DeviceMemoryLimit: *devMem, Log: log, SwapLimit: *swap, SwapReserve: *swapReserve, MinResidency: *minRes, ReserveSMs: *reserveSMs,
 		Sched: sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0", NoHighFirst: os.Getenv(NoHighFirstEnv) == "0", SliceTarget: slice,
@@ -215,4 +217,31 @@ func parseLimits(s string) (config.SessionLimits, error) {
 		}
 	}
 	return l, nil
+}
+
+// yieldReport is how often the driver process looks at its poll loops'
+// long yields (watchYields).
+const yieldReport = 10 * time.Second
+
+// watchYields warns, at most once every period, when the process's poll
+// loops have yielded the CPU to a thread that kept it (longYields, a
+// count: ring.LongYields): a CPU hog shares the daemon's CPUs, which the
+// service's latency feels, and the pollers have stopped yielding for a
+// while.
+func watchYields(ctx context.Context, log *slog.Logger, period time.Duration, longYields func() uint64) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	var seen uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n := longYields(); n > seen {
+			log.Warn("poll loops yielded the CPU to threads that kept it; spinning without yielding for a while: is a CPU hog (nice, SCHED_IDLE) running on the daemon's CPUs?",
+				"long_yields", n-seen, "over", ring.LongYield, "total", n)
+			seen = n
+		}
+	}
 }

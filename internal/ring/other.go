@@ -44,3 +44,6 @@ func osYield() { runtime.Gosched() }
 
 // Yield is osYield for other packages' poll loops.
 func Yield() { osYield() }
+
+// LongYields is 0: runtime.Gosched hands the CPU to no other thread.
+func LongYields() uint64 { return 0 }

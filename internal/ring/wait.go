@@ -35,6 +35,11 @@ type Options struct {
 
 const defaultSleep = 100 * time.Millisecond
 
+// LongYield is how long a yield may keep its poller off the CPU before the
+// process's poll loops stop yielding for a while (LongYields counts them):
+// longer means the kernel ran a thread that keeps the CPU for its slice.
+const LongYield = 200 * time.Microsecond
+
 func (o Options) withDefaults() Options {
 	if o.Spin == 0 {
 		o.Spin = DefaultSpin()
