@@ -22,6 +22,13 @@
 // are bounded too (Options.Sleep), so a waiter re-checks its own state even if
 // a peer tampers with the word.
 //
+// Between looks a poller yields its CPU (Options.Yield; by default
+// sched_yield), so that a thread woken there runs at once. A yield that kept
+// the poller away longer than LongYield means a thread that holds the CPU
+// for its whole slice ran instead (a nice or SCHED_IDLE CPU hog, beside
+// which a yielding poller gets almost none of its CPU): the process's poll
+// loops then spin without yielding for a while (LongYields counts them).
+//
 // # Trust
 //
 // The memory is shared with a peer that may be hostile. Each end keeps its own
