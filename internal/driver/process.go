@@ -223,13 +223,9 @@ func parseLimits(s string) (config.SessionLimits, error) {
 // long yields (watchYields).
 const yieldReport = 10 * time.Second
 
-// watchYields logs, at most once every period, that the process's poll
-// loops have yielded the CPU to a thread that kept it (longYields, a
-// count: ring.LongYields) and so stopped yielding for a while. Many, or
-// every period, mean a CPU hog shares the daemon's CPUs (a nice or
-// SCHED_IDLE job), which the service's latency feels; a few come from
-// the daemon's own threads or the hypervisor taking the CPU (on the H100's
-// host, 1-4 each 10 s with no hog, bench/RESULTS.md session 22).
+// watchYields looks at the process's poll loops' long yields (longYields,
+// a count: ring.LongYields) every period and logs those it has not yet
+// (logLongYields).
 func watchYields(ctx context.Context, log *slog.Logger, period time.Duration, longYields func() uint64) {
 	t := time.NewTicker(period)
 	defer t.Stop()
@@ -240,10 +236,21 @@ func watchYields(ctx context.Context, log *slog.Logger, period time.Duration, lo
 			return
 		case <-t.C:
 		}
-		if n := longYields(); n > seen {
-			log.Info("poll loops yielded the CPU to threads that kept it, and spin without yielding for a while (many, often: a CPU hog on the daemon's CPUs?)",
-				"long_yields", n-seen, "over", ring.LongYield, "total", n)
-			seen = n
-		}
+		seen = logLongYields(log, seen, longYields())
 	}
+}
+
+// logLongYields logs that the poll loops yielded the CPU to a thread that
+// kept it, and so stopped yielding for a while, n times in all, if that is
+// more than the seen already logged; it returns the count logged. Many, or
+// in every period, mean a CPU hog shares the daemon's CPUs (a nice or
+// SCHED_IDLE job), which the service's latency feels; a few come from the
+// daemon's own threads or the hypervisor taking the CPU (on the H100's
+// host, 1-4 each 10 s with no hog, bench/RESULTS.md session 22).
+func logLongYields(log *slog.Logger, seen, n uint64) uint64 {
+	if n > seen {
+		log.Info("poll loops yielded the CPU to threads that kept it, and spin without yielding for a while (many, often: a CPU hog on the daemon's CPUs?)",
+			"long_yields", n-seen, "over", ring.LongYield, "total", n)
+	}
+	return max(seen, n)
 }

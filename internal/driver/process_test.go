@@ -2,11 +2,8 @@ package driver
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -34,69 +31,26 @@ func TestSliceTarget(t *testing.T) {
 	}
 }
 
-// TestWatchYields: the driver process logs when its poll loops' long
-// yields grew since the last look, with how many, and says nothing when
+// TestLogLongYields: the driver process logs its poll loops' long yields
+// when they grew since the last look, with how many, and says nothing when
 // they did not.
-func TestWatchYields(t *testing.T) {
-	var buf syncBuffer
+func TestLogLongYields(t *testing.T) {
+	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
-	var count atomic.Uint64
-	looks := make(chan struct{}, 1)
-	longYields := func() uint64 {
-		select {
-		case looks <- struct{}{}:
-		default:
-		}
-		return count.Load()
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { watchYields(ctx, log, time.Millisecond, longYields); close(done) }()
-	// look returns once a look that began after it was called has ended,
-	// its line written: the first token may be one left from before, the
-	// second's look began after look was called, the third's after the
-	// second's ended.
-	look := func() {
-		for range 3 {
-			<-looks
-		}
-	}
-	look()
+	seen := logLongYields(log, 0, 0)
 	if s := buf.String(); s != "" {
 		t.Fatalf("logged with no long yields: %s", s)
 	}
-	count.Store(3)
-	look()
+	seen = logLongYields(log, seen, 3)
 	if s := buf.String(); strings.Count(s, "level=INFO") != 1 || !strings.Contains(s, "long_yields=3") {
 		t.Fatalf("after 3 long yields the log is %q, want one line with long_yields=3", s)
 	}
-	look()
+	seen = logLongYields(log, seen, 3)
 	if s := buf.String(); strings.Count(s, "level=INFO") != 1 {
 		t.Fatalf("logged again with no new long yields: %q", s)
 	}
-	count.Store(5)
-	look()
+	logLongYields(log, seen, 5)
 	if s := buf.String(); strings.Count(s, "level=INFO") != 2 || !strings.Contains(s, "long_yields=2 over=200µs total=5") {
 		t.Fatalf("after 2 more the log is %q, want a second line with long_yields=2 total=5", s)
 	}
-	cancel()
-	<-done
-}
-
-// syncBuffer is a bytes.Buffer for a logger on another goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
