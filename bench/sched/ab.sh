@@ -10,10 +10,14 @@
 #
 #   A="X=1" B="GPUOS_SYNC_FENCE=0" bench/sched/ab.sh      (on the GPU machine)
 #
+# ARMS names the arms run in each round, in order (default AB; ABC adds a
+# third, C, set as A and B are).
 # A and B are environment assignments for the daemon (X=1: none); A_CLIENTS
 # and B_CLIENTS, for every client process of that arm (default X=1); A_WITH
 # and B_WITH, a shell command run beside the arm (started before its daemon,
-# its process group killed after; output in the run's with.log). Built as
+# its process group killed after; output in the run's with.log); A_BE and
+# B_BE, the best-effort tenants' workload arguments for that arm instead of
+# workloads.sh's BE (e.g. longer kernels, fewer per second). Built as
 # for run.sh (bench/sched/build.sh, into .carry/bench-sched/). Environment:
 #   OUT=DIR     results, a directory per run (default /tmp/gpuos-sched-ab)
 #   ROUNDS=N    default 3;  DUR=S default 6;  PHASE=MS default 500;
@@ -26,12 +30,6 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/gpuos-sched-ab}
 BIN=${BIN:-$PWD/.carry/bench-sched}
-A=${A:-X=1}
-B=${B:-X=1}
-A_CLIENTS=${A_CLIENTS:-X=1}
-B_CLIENTS=${B_CLIENTS:-X=1}
-A_WITH=${A_WITH:-}
-B_WITH=${B_WITH:-}
 ROUNDS=${ROUNDS:-3}
 DUR=${DUR:-6}
 WARM=2
@@ -49,8 +47,11 @@ start_in() { START=$(date -d "+$1 seconds" +%s.%N); }
 # shellcheck disable=SC2086 # CLIENT_ENV is a list of assignments
 sb() { local tok=$1; shift; env $CLIENT_ENV GPUOS_TOKEN="$tok" timeout $((4 * DUR + 60)) "$BIN/schedbench" "$@" --ptx "$PTX" --duration "$((2 * DUR))s" --start-at "$START"; }
 
-one() { # NAME ENV CLIENT_ENV WITH
+one() { # NAME ENV CLIENT_ENV WITH BE_ARGS
 	local name=$1 env=$2 o=$OUT/$1 with=$4 beside=
+	local be=("${BE[@]}")
+	# shellcheck disable=SC2206 # BE_ARGS is a list of arguments
+	if [[ -n $5 ]]; then be=($5); fi
 	CLIENT_ENV=$3
 	rm -rf "$o"; mkdir -p "$o"
 	if [[ -n $with ]]; then setsid bash -c "$with" > "$o/with.log" 2>&1 & beside=$!; fi
@@ -67,8 +68,8 @@ one() { # NAME ENV CLIENT_ENV WITH
 	fi
 	start_in $WARM
 	date +%s.%N > "$o/clients.start"
-	sb be1 be "${BE[@]}" "${IL[@]}" --label il > "$o/be1.json" 2> "$o/be1.err" & local b1=$!
-	sb be2 be "${BE[@]}" "${IL[@]}" --label il > "$o/be2.json" 2> "$o/be2.err" & local b2=$!
+	sb be1 be "${be[@]}" "${IL[@]}" --label il > "$o/be1.json" 2> "$o/be1.err" & local b1=$!
+	sb be2 be "${be[@]}" "${IL[@]}" --label il > "$o/be2.json" 2> "$o/be2.err" & local b2=$!
 	# shellcheck disable=SC2086 # HP_ARGS is a list of arguments
 	sb hp hp "${HP[@]}" ${HP_ARGS:-} --period "${HP_PERIOD_US}us" "${IL[@]}" --label interleaved --trace "$o/gpuos-hp-interleaved.trace.csv" > "$o/gpuos-hp-interleaved.json" 2> "$o/hp.err"
 	wait $b1 $b2
@@ -81,7 +82,8 @@ one() { # NAME ENV CLIENT_ENV WITH
 import json, sys
 name, o = sys.argv[1], sys.argv[2]
 r = json.load(open(o + "/gpuos-hp-interleaved.json")); a = r["alone"]
-print(f"{name:10s} P50/P90/P99 alone {a['p50_us']:.1f} {a['p90_us']:.1f} {a['p99_us']:.1f}  loaded {r['p50_us']:.1f} {r['p90_us']:.1f} {r['p99_us']:.1f}  ratio {r['p99_us']/a['p99_us']:.2f}")
+be = sum(json.load(open(f"{o}/{t}.json")).get("kernels_per_s", 0) for t in ("be1", "be2"))
+print(f"{name:10s} P50/P90/P99 alone {a['p50_us']:.1f} {a['p90_us']:.1f} {a['p99_us']:.1f}  loaded {r['p50_us']:.1f} {r['p90_us']:.1f} {r['p99_us']:.1f}  ratio {r['p99_us']/a['p99_us']:.2f}  best effort {be:.0f} kernels/s")
 PY
 	"$BIN/schedbench" ratio "$o/gpuos-hp-interleaved.json" | sed 's/^.*: P99/    P99/'
 	if [[ -n $sampler ]]; then
@@ -90,9 +92,14 @@ PY
 	"$BIN/schedbench" stages --phase "${PHASE}ms" --settle "${SETTLE}ms" "$o" | sed 's/^/    /'
 }
 
-echo "A: $A (clients: $A_CLIENTS${A_WITH:+; beside: $A_WITH})"
-echo "B: $B (clients: $B_CLIENTS${B_WITH:+; beside: $B_WITH})"
+ARMS=${ARMS:-AB}
+for ((i = 0; i < ${#ARMS}; i++)); do
+	x=${ARMS:i:1} clients=${ARMS:i:1}_CLIENTS with=${ARMS:i:1}_WITH be=${ARMS:i:1}_BE
+	echo "$x: ${!x:-X=1} (clients: ${!clients:-X=1}${!with:+; beside: ${!with}}${!be:+; best effort: ${!be}})"
+done
 for r in $(seq 1 "$ROUNDS"); do
-	one "A-$r" "$A" "$A_CLIENTS" "$A_WITH"
-	one "B-$r" "$B" "$B_CLIENTS" "$B_WITH"
+	for ((i = 0; i < ${#ARMS}; i++)); do
+		x=${ARMS:i:1} clients=${ARMS:i:1}_CLIENTS with=${ARMS:i:1}_WITH be=${ARMS:i:1}_BE
+		one "$x-$r" "${!x:-X=1}" "${!clients:-X=1}" "${!with:-}" "${!be:-}"
+	done
 done
