@@ -85,3 +85,33 @@ func nth(xs []float64, k int) float64 {
 	}
 	return xs[k]
 }
+
+// aloneControl is the measurement's own noise on a run: the alone phases
+// split by turns into two groups that differ in nothing but when they ran
+// (the alone phase of every second pair, over that of the pairs between),
+// and the P99 ratio between them, with its bootstrap range over the control's
+// pairs (two consecutive pairs' alone phases). A run whose control is far
+// from 1 was made on a host whose hiccups alone move the P99 that much; one
+// whose control is near 1 and whose verdict ratio is not measured a load
+// effect. ok is false with fewer than four pairs.
+func aloneControl(phases [][]float64) (ratio, lo, hi float64, pairs int, ok bool) {
+	var control [][]float64
+	for k := 0; 4*k+2 < len(phases); k++ {
+		control = append(control, phases[4*k], phases[4*k+2])
+	}
+	pairs = len(control) / 2
+	if pairs < 2 {
+		return 0, 0, 0, pairs, false
+	}
+	var first, second []float64
+	for k := range pairs {
+		first = append(first, control[2*k]...)
+		second = append(second, control[2*k+1]...)
+	}
+	a, b := p99(first), p99(second)
+	if a <= 0 || b <= 0 {
+		return 0, 0, 0, pairs, false
+	}
+	lo, hi, _, ok = ratioInterval(control)
+	return b / a, lo, hi, pairs, ok
+}

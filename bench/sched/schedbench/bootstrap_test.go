@@ -76,3 +76,54 @@ func TestRatioInterval(t *testing.T) {
 		})
 	}
 }
+
+// TestAloneControl: the control compares the alone phases of odd pairs with
+// those of even pairs and never looks at a loaded phase.
+func TestAloneControl(t *testing.T) {
+	// slowTurns makes the alone phases of odd pairs slower by scale, and
+	// every loaded phase ten times slower (which the control must ignore).
+	slowTurns := func(pairs int, scale float64) [][]float64 {
+		phases := phasesOf(pairs, 200, 10)
+		for k := 1; 2*k < len(phases); k += 2 {
+			for i := range phases[2*k] {
+				phases[2*k][i] *= scale
+			}
+		}
+		return phases
+	}
+	for _, tt := range []struct {
+		name           string
+		phases         [][]float64
+		ok             bool
+		want           float64 // the ratio, to 0.01
+		wantLo, wantHi float64 // the range, to 0.01
+		wantPairs      int
+	}{
+		{"too few pairs", phasesOf(3, 200, 1), false, 0, 0, 0, 1},
+		{"four pairs: two control pairs", slowTurns(4, 1.5), true, 1.5, 1.5, 1.5, 2},
+		{"alike turns", slowTurns(12, 1), true, 1, 0.9, 1.1, 6},
+		{"odd pairs' alone phases twice as slow", slowTurns(12, 2), true, 2, 2, 2, 6},
+		{"an odd count of pairs: the last alone phase unpaired", slowTurns(13, 2), true, 2, 2, 2, 6},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x, lo, hi, pairs, ok := aloneControl(tt.phases)
+			if ok != tt.ok || pairs != tt.wantPairs {
+				t.Fatalf("ok %v, %d pairs; want %v, %d", ok, pairs, tt.ok, tt.wantPairs)
+			}
+			if !ok {
+				return
+			}
+			near := func(a, b float64) bool { return a > b-0.02 && a < b+0.02 }
+			if !near(x, tt.want) {
+				t.Errorf("ratio %.3f, want %.2f", x, tt.want)
+			}
+			if tt.wantLo == tt.wantHi {
+				if !near(lo, tt.wantLo) || !near(hi, tt.wantHi) {
+					t.Errorf("range %.3f-%.3f, want %.2f", lo, hi, tt.wantLo)
+				}
+			} else if lo < tt.wantLo || hi > tt.wantHi || lo > 1 || hi < 1 {
+				t.Errorf("range %.3f-%.3f, want 1 inside it, within %.2f-%.2f", lo, hi, tt.wantLo, tt.wantHi)
+			}
+		})
+	}
+}

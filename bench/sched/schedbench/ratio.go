@@ -31,6 +31,9 @@ func runRatio(files []string, w io.Writer) error {
 		if lo, hi, pairs, ok := ratioInterval(r.PhasesUs); ok {
 			fmt.Fprintf(w, "; 95%% of %d draws of its %d pairs of phases within %.2f-%.2f", bootstrapDraws, pairs, lo, hi)
 		}
+		if x, lo, hi, _, ok := aloneControl(r.PhasesUs); ok {
+			fmt.Fprintf(w, "; control (alone phases of every second pair over the others) %.2f, within %.2f-%.2f", x, lo, hi)
+		}
 		fmt.Fprintln(w)
 	}
 	return nil

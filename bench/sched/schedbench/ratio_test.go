@@ -30,7 +30,7 @@ func TestRatio(t *testing.T) {
 		want    []string // substrings of the output
 		wantErr string
 	}{
-		{"with phases", []string{twice}, []string{"ratio 2.00", "12 pairs of phases within 2.00-2.00"}, ""},
+		{"with phases", []string{twice}, []string{"ratio 2.00", "12 pairs of phases within 2.00-2.00", "; control (alone phases of every second pair over the others) "}, ""},
 		{"without phases: the ratio alone", []string{noPhases}, []string{"P99 alone 50.0 us, loaded 60.0 us, ratio 1.20\n"}, ""},
 		{"two files", []string{twice, noPhases}, []string{"twice.json: ", "nophases.json: "}, ""},
 		{"not an hp run", []string{be}, nil, "not an interleaved hp run"},

@@ -163,6 +163,7 @@ func report(dir string, w io.Writer) error {
 			fmt.Fprintf(w, "gpuos: the same ratio with the run's %d pairs of phases resampled (bootstrap, %d draws): 95%% of draws within %.2f-%.2f\n",
 				pairs, bootstrapDraws, lo, hi)
 		}
+		printControl(w, "gpuos", gi.hp.PhasesUs)
 		if sequential {
 			fmt.Fprintf(w, "gpuos: high-priority P99 with the best-effort load / alone, separate windows = %.2f\n", gm.hp.P99us/ga.hp.P99us)
 		}
@@ -227,6 +228,7 @@ func report(dir string, w io.Writer) error {
 	}
 	if ni := interleaved["native"]; ni.hp != nil && ni.hp.Alone.P99us > 0 {
 		fmt.Fprintf(w, "native baseline, interleaved: high-priority P99 in the loaded phases / in the alone phases = %.2f\n", ni.hp.P99us/ni.hp.Alone.P99us)
+		printControl(w, "native", ni.hp.PhasesUs)
 	}
 	if a, m := beRate(na), beRate(nm); a > 0 && m > 0 {
 		fmt.Fprintf(w, "native baseline: best-effort throughput with the service / alone = %.2f\n", m/a)
@@ -338,4 +340,13 @@ func (m cpuMarks) steal(name string) (steal, busy float64, ok bool) {
 		return 0, 0, false
 	}
 	return d[7] / total, (d[0] + d[1] + d[2] + d[5] + d[6]) / total, true
+}
+
+// printControl prints an interleaved run's control (aloneControl): what the
+// P99 ratio reads with no load on either side, on that host at that time.
+func printControl(w io.Writer, stack string, phases [][]float64) {
+	if x, lo, hi, pairs, ok := aloneControl(phases); ok {
+		fmt.Fprintf(w, "%s: control, no load on either side: the alone phases of every second pair / of the pairs between = %.2f (%d pairs; 95%% of draws within %.2f-%.2f)\n",
+			stack, x, pairs, lo, hi)
+	}
 }

@@ -121,14 +121,15 @@ func TestReport(t *testing.T) {
 		},
 		{
 			// With the latencies by phase, the bootstrap interval of the
-			// ratio is printed under it: loaded twice alone in every phase.
+			// ratio is printed under it (loaded twice alone in every phase),
+			// and the control (alone phases alike: 1).
 			name: "interleaved with phases",
 			results: map[string]Result{
 				"gpuos-shares-fair": shares(0.25, 0.75, 0.25), "gpuos-shares-band": shares(0.25, 0.75, 0.25),
 				"gpuos-be-alone-1": be(400), "gpuos-be-alone-2": be(400),
 				"gpuos-hp-interleaved": func() Result {
 					r := interleaved(50, 100)
-					for range 3 { // as many as a run has: a JSON line of megabytes
+					for range 4 { // as many as a run has: a JSON line of megabytes
 						r.PhasesUs = append(r.PhasesUs, slices.Repeat([]float64{50.125}, 20000), slices.Repeat([]float64{100.25}, 20000))
 					}
 					return r
@@ -136,7 +137,8 @@ func TestReport(t *testing.T) {
 			},
 			wantErr: true,
 			contains: []string{"in the alone phases = 2.00 (interleaved, 500 ms phases; target <= 1.2)  FAIL",
-				"the same ratio with the run's 3 pairs of phases resampled (bootstrap, 2000 draws): 95% of draws within 2.00-2.00"},
+				"the same ratio with the run's 4 pairs of phases resampled (bootstrap, 2000 draws): 95% of draws within 2.00-2.00",
+				"gpuos: control, no load on either side: the alone phases of every second pair / of the pairs between = 1.00 (2 pairs; 95% of draws within 1.00-1.00)"},
 		},
 		{
 			name:     "nothing ran",
