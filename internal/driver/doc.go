@@ -81,7 +81,8 @@
 // high-class session's stalls leave a flight recording of the Go execution
 // trace; $GPUOS_GO_TRACE names a file for the Go execution trace of one
 // window, $GPUOS_GO_TRACE_WINDOW ("AFTER+FOR", default 0s+1s) after the
-// driver starts (gotrace.go); $GPUOS_SCHED_EXPRESS=0 turns the scheduler's
+// driver starts (gotrace.go), and $GPUOS_CPU_PROFILE with
+// $GPUOS_CPU_PROFILE_WINDOW one for a CPU profile; $GPUOS_SCHED_EXPRESS=0 turns the scheduler's
 // express lane off (sched.Options.NoExpress), $GPUOS_SCHED_HIGHFIRST=0 its high-class
 // submitters' issuing first (sched.Options.NoHighFirst);
 // $GPUOS_SCHED_GOSCHED=1 makes its poll loops yield the goroutine rather

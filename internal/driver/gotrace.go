@@ -3,8 +3,10 @@ package driver
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"runtime/trace"
 	"strings"
 	"time"
@@ -16,10 +18,27 @@ import (
 // after the driver started. It shows what stall traces cannot, the steady
 // state: which goroutine wakes which and how often the runtime starts and
 // parks threads (bench/RESULTS.md, session 12). "go tool trace -d=parsed"
-// prints it.
+// prints it. $GPUOS_CPU_PROFILE and $GPUOS_CPU_PROFILE_WINDOW do the same for
+// a CPU profile (runtime/pprof): where the driver's CPU time goes, e.g. what
+// a best-effort load adds (session 23). "go tool pprof BINARY FILE" reads it.
 const (
-	goTraceEnv       = "GPUOS_GO_TRACE"
-	goTraceWindowEnv = "GPUOS_GO_TRACE_WINDOW"
+	goTraceEnv          = "GPUOS_GO_TRACE"
+	goTraceWindowEnv    = "GPUOS_GO_TRACE_WINDOW"
+	cpuProfileEnv       = "GPUOS_CPU_PROFILE"
+	cpuProfileWindowEnv = "GPUOS_CPU_PROFILE_WINDOW"
+)
+
+// windowRecorder is one kind of window recording: the variables that ask for
+// it and how it starts and stops.
+type windowRecorder struct {
+	fileEnv, windowEnv string
+	start              func(io.Writer) error
+	stop               func()
+}
+
+var (
+	goTraceWindow    = windowRecorder{goTraceEnv, goTraceWindowEnv, trace.Start, trace.Stop}
+	cpuProfileWindow = windowRecorder{cpuProfileEnv, cpuProfileWindowEnv, pprof.StartCPUProfile, pprof.StopCPUProfile}
 )
 
 // parseTraceWindow reads "AFTER+FOR": two Go durations, FOR positive.
@@ -35,7 +54,7 @@ func parseTraceWindow(s string) (after, span time.Duration, err error) {
 		span, err = time.ParseDuration(f)
 	}
 	if !ok || err != nil || after < 0 || span <= 0 {
-		return 0, 0, fmt.Errorf("$%s=%q: want AFTER+FOR, e.g. 8s+1s", goTraceWindowEnv, s)
+		return 0, 0, fmt.Errorf("%q: want AFTER+FOR, e.g. 8s+1s", s)
 	}
 	return after, span, nil
 }
@@ -44,10 +63,19 @@ func parseTraceWindow(s string) (after, span time.Duration, err error) {
 // an error for a window it cannot read; one writing the trace is logged.
 // done is closed once the trace is written (or given up).
 func startWindowTrace(ctx context.Context, log *slog.Logger) (done <-chan struct{}, err error) {
-	path := os.Getenv(goTraceEnv)
-	after, span, err := parseTraceWindow(os.Getenv(goTraceWindowEnv))
-	if path == "" || err != nil {
-		return nil, err
+	return goTraceWindow.startWindow(ctx, log)
+}
+
+// startWindow starts the recording if its variable names a file; see
+// startWindowTrace.
+func (r windowRecorder) startWindow(ctx context.Context, log *slog.Logger) (done <-chan struct{}, err error) {
+	path := os.Getenv(r.fileEnv)
+	after, span, err := parseTraceWindow(os.Getenv(r.windowEnv))
+	if err != nil {
+		return nil, fmt.Errorf("$%s: %w", r.windowEnv, err)
+	}
+	if path == "" {
+		return nil, nil
 	}
 	ch := make(chan struct{})
 	go func() {
@@ -57,17 +85,17 @@ func startWindowTrace(ctx context.Context, log *slog.Logger) (done <-chan struct
 		}
 		f, err := os.Create(path)
 		if err != nil {
-			log.Warn("go trace", "err", err)
+			log.Warn("window recording", "env", r.fileEnv, "err", err)
 			return
 		}
 		defer f.Close()
-		if err := trace.Start(f); err != nil {
-			log.Warn("go trace", "err", err)
+		if err := r.start(f); err != nil {
+			log.Warn("window recording", "env", r.fileEnv, "err", err)
 			return
 		}
 		sleepCtx(ctx, span)
-		trace.Stop()
-		log.Info("go trace written", "file", path, "for", span)
+		r.stop()
+		log.Info("window recording written", "env", r.fileEnv, "file", path, "for", span)
 	}()
 	return ch, nil
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -76,5 +77,30 @@ func TestWindowTraceCanceled(t *testing.T) {
 	<-done
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("stat %s = %v, want none written", path, err)
+	}
+}
+
+// TestWindowCPUProfile: the CPU profile's window is written, a profile
+// (gzipped protocol buffers); a window it cannot read is an error.
+func TestWindowCPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "driver.pprof")
+	t.Setenv(cpuProfileEnv, path)
+	t.Setenv(cpuProfileWindowEnv, "0s+50ms")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	done, err := cpuProfileWindow.startWindow(context.Background(), log)
+	if err != nil || done == nil {
+		t.Fatalf("startWindow = %v, %v", done, err)
+	}
+	<-done
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
+		t.Fatalf("%s does not start as a gzipped profile: %q", path, b[:min(len(b), 16)])
+	}
+	t.Setenv(cpuProfileWindowEnv, "later")
+	if _, err := cpuProfileWindow.startWindow(context.Background(), log); err == nil || !strings.Contains(err.Error(), cpuProfileWindowEnv) {
+		t.Fatalf("a window it cannot read: %v, want an error naming $%s", err, cpuProfileWindowEnv)
 	}
 }

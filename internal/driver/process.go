@@ -155,6 +155,9 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 	if _, err := startWindowTrace(ctx, log); err != nil {
 		return err
 	}
+	if _, err := cpuProfileWindow.startWindow(ctx, log); err != nil {
+		return err
+	}
 	go watchYields(ctx, log, yieldReport, ring.LongYields)
 	d, err := New(Options{Backend: choice.Backend, Ordinal: *device, Audit: al, Limits: lim,
 		DeviceMemoryLimit: *devMem, Log: log, SwapLimit: *swap, SwapReserve: *swapReserve, MinResidency: *minRes, ReserveSMs: *reserveSMs,
