@@ -1067,10 +1067,15 @@ func (s *Session) waitFence(ctx context.Context, m *v1.WaitFence) error {
 		defer cancel()
 	}
 	wait := make(chan error, 1)
+	poll := s.pollsLowFences()
 	go func() {
 		<-f.issued
 		if err := f.issueErr(); err != nil {
 			wait <- err
+			return
+		}
+		if poll {
+			wait <- s.pollLowFence(f.ev)
 			return
 		}
 		wait <- f.ev.Synchronize()

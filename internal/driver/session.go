@@ -44,7 +44,8 @@ type Session struct {
 	globals  map[uint64]globalRange         // module globals looked up, by address
 	state    string
 
-	issueNs atomic.Int64 // moving average of the time a launch takes to issue (noteIssue)
+	issueNs     atomic.Int64 // moving average of the time a launch takes to issue (noteIssue)
+	fenceExpect atomic.Int64 // moving average of its paced fence waits, ns (pollLowFence)
 
 	launches, copies, copyBytes, violations atomic.Uint64
 	guard                                   sessionGuard // guarded programs and revocation (guard.go)

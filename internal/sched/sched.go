@@ -1036,3 +1036,8 @@ func (sq *streamQ) pop() *Command {
 	sq.head++
 	return c
 }
+
+// LowClassPoll is how often the low class's completion waiters query their
+// events (Options.LowClassPoll after its default; negative: they wait in
+// the backend). The driver paces other waits of that class by it.
+func (s *Scheduler) LowClassPoll() time.Duration { return s.opts.LowClassPoll }
