@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -24,45 +25,63 @@ func TestLowPollFirst(t *testing.T) {
 		{int64(time.Hour), 0, maxLowPollFirst}, // a wrong estimate costs little
 		{0, time.Hour, maxLowPollFirst},
 	} {
-		if got := lowPollFirst(tt.cost, tt.expect, period); got != tt.want {
-			t.Errorf("lowPollFirst(%v, %v, %v) = %v, want %v", time.Duration(tt.cost), tt.expect, period, got, tt.want)
+		if got := LowPollFirst(tt.cost, tt.expect, period); got != tt.want {
+			t.Errorf("LowPollFirst(%v, %v, %v) = %v, want %v", time.Duration(tt.cost), tt.expect, period, got, tt.want)
 		}
 	}
 }
 
-// doneAfter is an event that completes on its n-th query.
-type doneAfter struct{ n, queries int }
+// doneAfter is an event that completes on its n-th query, or fails there
+// with err.
+type doneAfter struct {
+	n, queries int
+	err        error
+}
 
 func (e *doneAfter) Query() (bool, error) {
 	e.queries++
-	return e.queries >= e.n, nil
+	if e.queries < e.n {
+		return false, nil
+	}
+	return e.err == nil, e.err
 }
 func (e *doneAfter) Synchronize() error                           { return nil }
 func (e *doneAfter) Elapsed(backend.Event) (time.Duration, error) { return 0, nil }
 func (e *doneAfter) Destroy() error                               { return nil }
 
-// TestPollEventPaces: pollEvent looks at once, then after first, then
-// every period, and stops at the look that finds the event complete.
+// TestPollEventPaces: PollEvent looks at once, then after first, then after
+// naps from period doubling up to maxNap (every period when maxNap is not
+// longer, as the scheduler's waiters ask), and stops at the look that finds
+// the event complete or failed.
 func TestPollEventPaces(t *testing.T) {
+	const us = time.Microsecond
 	var naps []time.Duration
 	sleep = func(d time.Duration) { naps = append(naps, d) }
 	t.Cleanup(func() { sleep = time.Sleep })
-	first, period := 500*time.Microsecond, 20*time.Microsecond
+	failed := errors.New("the work failed")
 	for _, tt := range []struct {
-		n    int
-		want []time.Duration
+		name                  string
+		n                     int
+		err                   error
+		first, period, maxNap time.Duration
+		want                  []time.Duration
 	}{
-		{1, nil},
-		{2, []time.Duration{first}},
-		{4, []time.Duration{first, period, period}},
+		{"complete at once", 1, nil, 500 * us, 20 * us, 20 * us, nil},
+		{"at the second look", 2, nil, 500 * us, 20 * us, 20 * us, []time.Duration{500 * us}},
+		{"every period", 4, nil, 500 * us, 20 * us, 20 * us, []time.Duration{500 * us, 20 * us, 20 * us}},
+		{"doubling to the cap", 7, nil, 300 * us, 20 * us, 100 * us, []time.Duration{300 * us, 20 * us, 40 * us, 80 * us, 100 * us, 100 * us}},
+		{"a first nap of one period doubles too", 4, nil, 20 * us, 20 * us, 1000 * us, []time.Duration{20 * us, 20 * us, 40 * us}},
+		{"failed", 3, failed, 300 * us, 20 * us, 100 * us, []time.Duration{300 * us, 20 * us}},
 	} {
-		naps = nil
-		ev := &doneAfter{n: tt.n}
-		if err := pollEvent(ev, first, period); err != nil {
-			t.Fatal(err)
-		}
-		if ev.queries != tt.n || !slices.Equal(naps, tt.want) {
-			t.Errorf("complete at look %d: %d looks, naps %v; want %d looks, naps %v", tt.n, ev.queries, naps, tt.n, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			naps = nil
+			ev := &doneAfter{n: tt.n, err: tt.err}
+			if err := PollEvent(ev, tt.first, tt.period, tt.maxNap); !errors.Is(err, tt.err) {
+				t.Fatalf("PollEvent = %v, want %v", err, tt.err)
+			}
+			if ev.queries != tt.n || !slices.Equal(naps, tt.want) {
+				t.Errorf("%d looks, naps %v; want %d looks, naps %v", ev.queries, naps, tt.n, tt.want)
+			}
+		})
 	}
 }

@@ -123,7 +123,7 @@ type Options struct {
 	LowClassPoll time.Duration
 	// NoLowClassPace makes the low class's completion waiters look every
 	// LowClassPoll from the start, instead of first sleeping through most
-	// of a compute point's expected time (lowPollFirst). For measuring.
+	// of a compute point's expected time (LowPollFirst). For measuring.
 	NoLowClassPace bool
 	// NoHighClassStart records no start event before any high-class
 	// command, instead of one in highStartEvery (each is charged at most

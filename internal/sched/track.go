@@ -141,7 +141,7 @@ type waiter struct {
 	closed bool
 	cond   *sync.Cond
 	// expect is how long its recent waits for low-class compute points
-	// took, a moving average (lowPollFirst).
+	// took, a moving average (LowPollFirst).
 	expect time.Duration
 }
 
@@ -186,13 +186,13 @@ func (s *Scheduler) wait(w *waiter) {
 		paced := poll && !s.opts.NoLowClassPace && p.e == EngineCompute
 		first := s.opts.LowClassPoll
 		if paced {
-			first = lowPollFirst(p.cost, w.expect, s.opts.LowClassPoll)
+			first = LowPollFirst(p.cost, w.expect, s.opts.LowClassPoll)
 		}
 		s.mu.Unlock()
 		began := time.Now()
 		var err error
 		if poll {
-			err = pollEvent(end, first, s.opts.LowClassPoll)
+			err = PollEvent(end, first, s.opts.LowClassPoll, s.opts.LowClassPoll)
 		} else {
 			err = end.Synchronize()
 		}
@@ -224,26 +224,34 @@ func (s *Scheduler) afterCompletionsLocked(dones []*Command) {
 	}
 }
 
-// pollEvent waits for ev by querying it: at once, then after first, then
-// every period.
-func pollEvent(ev backend.Event, first, period time.Duration) error {
-	for nap := first; ; nap = period {
+// PollEvent waits for ev by querying it: at once, then after first, then
+// after naps from period doubling up to maxNap (every period if maxNap is
+// no longer), until it completes or fails. The scheduler's low-class
+// waiters look every period; the driver's low-class fence waits double.
+func PollEvent(ev backend.Event, first, period, maxNap time.Duration) error {
+	for nap := time.Duration(0); ; {
 		done, err := ev.Query()
 		if err != nil || done {
 			return err
 		}
+		if nap == 0 {
+			sleep(first)
+			nap = period
+			continue
+		}
 		sleep(nap)
+		nap = max(min(2*nap, maxNap), period)
 	}
 }
 
-// sleep is time.Sleep; tests see the naps pollEvent takes.
+// sleep is time.Sleep; tests see the naps PollEvent takes.
 var sleep = time.Sleep
 
 // maxLowPollFirst bounds a low-class waiter's first sleep, so that a
 // wrong estimate delays a best-effort completion by little.
 const maxLowPollFirst = 5 * time.Millisecond
 
-// lowPollFirst is how long a low-class waiter sleeps before its second look
+// LowPollFirst is how long a low-class waiter sleeps before its second look
 // at a compute point whose charge is estimated at cost ns, when its recent
 // waits took expect: half the cost or three quarters of expect, whichever
 // is longer (tenants sharing the GPU make a point take longer than its
@@ -252,7 +260,7 @@ const maxLowPollFirst = 5 * time.Millisecond
 // period, the best-effort load's two waiters were woken ~5,000 times a
 // second, most of the daemon's goroutine wake-ups under load
 // (bench/RESULTS.md, session 12).
-func lowPollFirst(cost int64, expect, period time.Duration) time.Duration {
+func LowPollFirst(cost int64, expect, period time.Duration) time.Duration {
 	return min(max(time.Duration(cost/2), expect*3/4, period), maxLowPollFirst)
 }
 
