@@ -59,15 +59,9 @@ func parseTraceWindow(s string) (after, span time.Duration, err error) {
 	return after, span, nil
 }
 
-// startWindowTrace starts the window trace if $GPUOS_GO_TRACE asks for one:
-// an error for a window it cannot read; one writing the trace is logged.
-// done is closed once the trace is written (or given up).
-func startWindowTrace(ctx context.Context, log *slog.Logger) (done <-chan struct{}, err error) {
-	return goTraceWindow.startWindow(ctx, log)
-}
-
-// startWindow starts the recording if its variable names a file; see
-// startWindowTrace.
+// startWindow starts the recording if its variable names a file: an error
+// for a window it cannot read; one writing the recording is logged. done is
+// closed once the recording is written (or given up).
 func (r windowRecorder) startWindow(ctx context.Context, log *slog.Logger) (done <-chan struct{}, err error) {
 	path := os.Getenv(r.fileEnv)
 	after, span, err := parseTraceWindow(os.Getenv(r.windowEnv))

@@ -34,32 +34,45 @@ func TestParseTraceWindow(t *testing.T) {
 	}
 }
 
-// TestWindowTrace: the window's trace is written, a Go execution trace.
-func TestWindowTrace(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "driver.trace")
-	t.Setenv(goTraceEnv, path)
-	t.Setenv(goTraceWindowEnv, "10ms+50ms")
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	done, err := startWindowTrace(context.Background(), log)
-	if err != nil || done == nil {
-		t.Fatalf("startWindowTrace = %v, %v", done, err)
-	}
-	<-done
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.HasPrefix(b, []byte("go 1.")) {
-		t.Fatalf("%s does not start as a Go trace: %q", path, b[:min(len(b), 16)])
-	}
+// TestWindowRecordings: each kind's window is written, a Go execution trace
+// or a CPU profile (gzipped protocol buffers); a window it cannot read is an
+// error naming its variable, even with no file asked for.
+func TestWindowRecordings(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		r     windowRecorder
+		magic []byte
+	}{
+		{"go trace", goTraceWindow, []byte("go 1.")},
+		{"cpu profile", cpuProfileWindow, []byte{0x1f, 0x8b}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "driver.out")
+			t.Setenv(tt.r.fileEnv, path)
+			t.Setenv(tt.r.windowEnv, "10ms+50ms")
+			log := slog.New(slog.NewTextHandler(io.Discard, nil))
+			done, err := tt.r.startWindow(context.Background(), log)
+			if err != nil || done == nil {
+				t.Fatalf("startWindow = %v, %v", done, err)
+			}
+			<-done
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasPrefix(b, tt.magic) {
+				t.Fatalf("%s does not start as a %s: %q", path, tt.name, b[:min(len(b), 16)])
+			}
 
-	t.Setenv(goTraceWindowEnv, "soon")
-	if _, err := startWindowTrace(context.Background(), log); err == nil {
-		t.Fatal("a window it cannot read: no error")
-	}
-	t.Setenv(goTraceEnv, "")
-	if done, err := startWindowTrace(context.Background(), log); done != nil || err == nil {
-		t.Fatalf("unset file but bad window: %v, %v; want the window's error", done, err)
+			t.Setenv(tt.r.windowEnv, "soon")
+			if _, err := tt.r.startWindow(context.Background(), log); err == nil || !strings.Contains(err.Error(), tt.r.windowEnv) {
+				t.Fatalf("a window it cannot read: %v, want an error naming $%s", err, tt.r.windowEnv)
+			}
+			t.Setenv(tt.r.fileEnv, "")
+			if done, err := tt.r.startWindow(context.Background(), log); done != nil || err == nil {
+				t.Fatalf("unset file but bad window: %v, %v; want the window's error", done, err)
+			}
+		})
 	}
 }
 
@@ -69,7 +82,7 @@ func TestWindowTraceCanceled(t *testing.T) {
 	t.Setenv(goTraceEnv, path)
 	t.Setenv(goTraceWindowEnv, "1h+1s")
 	ctx, cancel := context.WithCancel(context.Background())
-	done, err := startWindowTrace(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	done, err := goTraceWindow.startWindow(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,30 +90,5 @@ func TestWindowTraceCanceled(t *testing.T) {
 	<-done
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("stat %s = %v, want none written", path, err)
-	}
-}
-
-// TestWindowCPUProfile: the CPU profile's window is written, a profile
-// (gzipped protocol buffers); a window it cannot read is an error.
-func TestWindowCPUProfile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "driver.pprof")
-	t.Setenv(cpuProfileEnv, path)
-	t.Setenv(cpuProfileWindowEnv, "0s+50ms")
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	done, err := cpuProfileWindow.startWindow(context.Background(), log)
-	if err != nil || done == nil {
-		t.Fatalf("startWindow = %v, %v", done, err)
-	}
-	<-done
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
-		t.Fatalf("%s does not start as a gzipped profile: %q", path, b[:min(len(b), 16)])
-	}
-	t.Setenv(cpuProfileWindowEnv, "later")
-	if _, err := cpuProfileWindow.startWindow(context.Background(), log); err == nil || !strings.Contains(err.Error(), cpuProfileWindowEnv) {
-		t.Fatalf("a window it cannot read: %v, want an error naming $%s", err, cpuProfileWindowEnv)
 	}
 }

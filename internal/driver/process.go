@@ -152,11 +152,10 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := startWindowTrace(ctx, log); err != nil {
-		return err
-	}
-	if _, err := cpuProfileWindow.startWindow(ctx, log); err != nil {
-		return err
+	for _, r := range []windowRecorder{goTraceWindow, cpuProfileWindow} {
+		if _, err := r.startWindow(ctx, log); err != nil {
+			return err
+		}
 	}
 	go watchYields(ctx, log, yieldReport, ring.LongYields)
 	d, err := New(Options{Backend: choice.Backend, Ordinal: *device, Audit: al, Limits: lim,
