@@ -497,10 +497,7 @@ func TestHighClassDefersKicks(t *testing.T) {
 	// returns how many wake-ups its queue deferred.
 	served := func() uint64 {
 		t.Helper()
-		hp := td.session("hp", 0)
-		hp.useRings()
-		k := hp.loadKernel("vecadd.ptx", "vecadd")
-		buf := hp.vecaddBuffer(n, func(i int) float32 { return float32(i) }, func(i int) float32 { return 1 })
+		hp, k, buf := newRingVecadd(td, "hp", n)
 		// Held, the best effort's queue keeps its launches queued however
 		// fast the software GPU runs them (unheld, they could all be done
 		// before the service's first launch).
@@ -547,10 +544,7 @@ func TestHighClassFenceEnds(t *testing.T) {
 	const n, rounds = 1024, 32
 	served := func() uint64 {
 		t.Helper()
-		hp := td.session("hp", 0)
-		hp.useRings()
-		k := hp.loadKernel("vecadd.ptx", "vecadd")
-		buf := hp.vecaddBuffer(n, func(i int) float32 { return float32(i) }, func(i int) float32 { return 1 })
+		hp, k, buf := newRingVecadd(td, "hp", n)
 		for range rounds {
 			hp.must(vecaddLaunch(k, buf, n, 0), nil)
 			hp.must(&v1.Synchronize{}, nil)
@@ -599,4 +593,14 @@ func TestWaitFenceTimeout(t *testing.T) {
 	if sc = f.serve(nil); len(sc.errs) != 0 {
 		t.Fatalf("wait once the queue ran: %v", sc.errs)
 	}
+}
+
+// newRingVecadd opens a session of tenant on rings with vecadd loaded and a
+// buffer of n elements for it, a[i] = i and b[i] = 1.
+func newRingVecadd(td *testDriver, tenant string, n int) (*testSession, v1.KernelInfo, v1.BufferCreated) {
+	td.t.Helper()
+	ts := td.session(tenant, 0)
+	ts.useRings()
+	k := ts.loadKernel("vecadd.ptx", "vecadd")
+	return ts, k, ts.vecaddBuffer(n, func(i int) float32 { return float32(i) }, func(i int) float32 { return 1 })
 }

@@ -257,20 +257,28 @@ func BenchmarkWallLaunch(b *testing.B) {
 	}
 }
 
+// newWallSession starts a driver on a wall-clock device under the priority
+// policy, gives tenant the class, and opens a session of it with a launch of
+// an empty kernel to send.
+func newWallSession(t *testing.T, tenant string, class sched.Class) (wallBackend, *testSession, *v1.Launch) {
+	t.Helper()
+	be := newWallBackend()
+	td := newDriverOn(t, be, Options{Sched: sched.Options{Policy: "priority"}})
+	if err := td.d.sched.SetShare(tenant, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
+		t.Fatal(err)
+	}
+	ts := td.session(tenant, 0)
+	k := ts.emptyKernel()
+	return be, ts, &v1.Launch{Kernel: k.Handle, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}
+}
+
 // TestHighClassChargeSkipsIdle: a high-class service's launches, each
 // synchronized, with the device idle a millisecond between them: most get
 // no start event (the scheduler's highStartEvery), yet the GPU time charged
 // to the service stays near its kernels' own, not the idle time between
 // them that its accounting chain's latest end would count.
 func TestHighClassChargeSkipsIdle(t *testing.T) {
-	be := newWallBackend()
-	td := newDriverOn(t, be, Options{Sched: sched.Options{Policy: "priority"}})
-	if err := td.d.sched.SetShare("hp", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassHigh, ClassSet: true}); err != nil {
-		t.Fatal(err)
-	}
-	ts := td.session("hp", 0)
-	k := ts.emptyKernel()
-	launch := &v1.Launch{Kernel: k.Handle, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}
+	be, ts, launch := newWallSession(t, "hp", sched.ClassHigh)
 	const n = 48
 	records := be.st.records.Load()
 	for range n {
