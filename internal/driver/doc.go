@@ -113,7 +113,7 @@
 // 12) makes every other session wait by fences too, looking less and less
 // often; $GPUOS_LOW_FENCE_WAIT=poll (an experiment, not yet measured on a
 // GPU) makes a low-class session's fence waits query the fence's event with
-// naps between instead of spinning in the driver's event synchronize
+// naps between instead of polling inside the driver's event synchronize
 // (lowfence.go);
 // $GPUOS_HIGH_NICE serves each high-class session on a thread of that nice
 // value. The cuda backend reads $GPUOS_CUDA_SCHED (how
