@@ -111,10 +111,9 @@
 // $GPUOS_SYNC_FENCE_PACED=1 (an experiment: it left the wake-ups as they
 // were, and the service's tail within the noise, bench/RESULTS.md session
 // 12) makes every other session wait by fences too, looking less and less
-// often; $GPUOS_LOW_FENCE_WAIT=poll (an experiment, not yet measured on a
-// GPU) makes a low-class session's fence waits query the fence's event with
-// naps between instead of polling inside the driver's event synchronize
-// (lowfence.go);
+// often; $GPUOS_LOW_FENCE_WAIT=sync makes a low-class session's fence waits
+// block in the event's synchronize, which polls inside the CUDA driver,
+// instead of querying the event with naps between (lowfence.go);
 // $GPUOS_HIGH_NICE serves each high-class session on a thread of that nice
 // value. The cuda backend reads $GPUOS_CUDA_SCHED (how
 // the driver's synchronizing calls wait) and $GPUOS_CUDA_SLOW_LOG (driver

@@ -9,20 +9,20 @@ import (
 	"github.com/gpuos/gpuos/internal/sched"
 )
 
-// LowFenceWaitEnv, set to "poll", makes a low-class session's fence waits
-// (WaitFence) query the fence's event with naps in between (pollLowFence)
-// instead of a goroutine blocked in the backend's event synchronize, which
-// on CUDA polls inside the driver (a profile of the H100's daemon under the
-// standard best-effort load put 0.3 CPU of the 0.6 the load adds there,
-// bench/RESULTS.md session 23), as the scheduler's own low-class waiters
-// did before they were paced. Off until measured on a GPU: it trades that
-// CPU for wake-ups.
+// LowFenceWaitEnv, set to "sync", makes a low-class session's fence waits
+// (WaitFence) block in the backend's event synchronize, which on CUDA polls
+// inside the driver. By default they query the fence's event with naps in
+// between (pollLowFence), as the scheduler's own low-class waiters do: on
+// the H100 that took the daemon's CPU under the standard best-effort load
+// from 1.58-1.69 to 1.17-1.32, and under 5-ms kernels from 2.64 to 1.25, for
+// 0.4% of the best-effort throughput and no change in the service's P99
+// beyond the noise (bench/RESULTS.md session 24).
 const LowFenceWaitEnv = "GPUOS_LOW_FENCE_WAIT"
 
 // lowFencePollOn is LowFenceWaitEnv, read once; tests set it.
 var lowFencePollOn = func() *atomic.Bool {
 	var on atomic.Bool
-	on.Store(os.Getenv(LowFenceWaitEnv) == "poll")
+	on.Store(os.Getenv(LowFenceWaitEnv) != "sync")
 	return &on
 }()
 

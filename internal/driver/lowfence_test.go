@@ -8,11 +8,11 @@ import (
 	"github.com/gpuos/gpuos/internal/sched"
 )
 
-// TestLowFenceWaits: with $GPUOS_LOW_FENCE_WAIT=poll a low-class session's
-// fence waits query the fence's event and never block in its synchronize
+// TestLowFenceWaits: by default a low-class session's fence waits query the fence's event and never block in its synchronize
 // (nor does anything else of that class: the scheduler's low-class waiters
-// poll too), and are reached all the same; without it, or for a tenant of
-// another class, each wait blocks in the event's synchronize.
+// poll too), and are reached all the same; with $GPUOS_LOW_FENCE_WAIT=sync,
+// or for a tenant of another class, each wait blocks in the event's
+// synchronize.
 func TestLowFenceWaits(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
@@ -21,7 +21,7 @@ func TestLowFenceWaits(t *testing.T) {
 		syncs bool // each wait synchronizes its event
 	}{
 		{"low class, paced", true, sched.ClassLow, false},
-		{"low class, off", false, sched.ClassLow, true},
+		{"low class, sync", false, sched.ClassLow, true},
 		{"normal class", true, sched.ClassNormal, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
