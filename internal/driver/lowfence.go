@@ -15,7 +15,7 @@ import (
 // between (pollLowFence), as the scheduler's own low-class waiters do: on
 // the H100 that took the daemon's CPU under the standard best-effort load
 // from 1.58-1.69 to 1.17-1.32, and under 5-ms kernels from 2.64 to 1.25, for
-// 0.4% of the best-effort throughput and no change in the service's P99
+// 0.45% of the best-effort throughput and no change in the service's P99
 // beyond the noise (bench/RESULTS.md session 24).
 const LowFenceWaitEnv = "GPUOS_LOW_FENCE_WAIT"
 
