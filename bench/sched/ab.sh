@@ -17,7 +17,9 @@
 # and B_WITH, a shell command run beside the arm (started before its daemon,
 # its process group killed after; output in the run's with.log); A_BE and
 # B_BE, the best-effort tenants' workload arguments for that arm instead of
-# workloads.sh's BE (e.g. longer kernels, fewer per second). Built as
+# workloads.sh's BE (e.g. longer kernels, fewer per second); A_WRAP and
+# B_WRAP, a command the arm's daemon runs under (e.g. "taskset -c 0-3", to
+# keep its threads on a few CPUs; it must exec the daemon). Built as
 # for run.sh (bench/sched/build.sh, into .carry/bench-sched/). Environment:
 #   OUT=DIR     results, a directory per run (default /tmp/gpuos-sched-ab)
 #   ROUNDS=N    default 3;  DUR=S default 6;  PHASE=MS default 500;
@@ -47,8 +49,8 @@ start_in() { START=$(date -d "+$1 seconds" +%s.%N); }
 # shellcheck disable=SC2086 # CLIENT_ENV is a list of assignments
 sb() { local tok=$1; shift; env $CLIENT_ENV GPUOS_TOKEN="$tok" timeout $((4 * DUR + 60)) "$BIN/schedbench" "$@" --ptx "$PTX" --duration "$((2 * DUR))s" --start-at "$START"; }
 
-one() { # NAME ENV CLIENT_ENV WITH BE_ARGS
-	local name=$1 env=$2 o=$OUT/$1 with=$4 beside=
+one() { # NAME ENV CLIENT_ENV WITH BE_ARGS WRAP
+	local name=$1 env=$2 o=$OUT/$1 with=$4 wrap=$6 beside=
 	local be=("${BE[@]}")
 	# shellcheck disable=SC2206 # BE_ARGS is a list of arguments
 	if [[ -n $5 ]]; then be=($5); fi
@@ -56,8 +58,8 @@ one() { # NAME ENV CLIENT_ENV WITH BE_ARGS
 	rm -rf "$o"; mkdir -p "$o"
 	if [[ -n $with ]]; then setsid bash -c "$with" > "$o/with.log" 2>&1 & beside=$!; fi
 	date +%s.%N > "$o/serve.start" # for lining up the daemon's own clock (e.g. GODEBUG=gctrace=1's @s)
-	# shellcheck disable=SC2086 # ENV is a list of assignments
-	env GPUOS_LATENCY_LOG="$o/latency.log" GPUOS_STALL_TRACE= $env "$BIN/gpuos" serve --backend cuda \
+	# shellcheck disable=SC2086 # ENV is a list of assignments, WRAP a command line
+	env GPUOS_LATENCY_LOG="$o/latency.log" GPUOS_STALL_TRACE= $env $wrap "$BIN/gpuos" serve --backend cuda \
 		--config "$OUT/sched.yaml" --socket "$GPUOS_SOCKET" > "$o/serve.log" 2>&1 &
 	local daemon=$!
 	for _ in $(seq 1 100); do GPUOS_TOKEN=hp "$BIN/gpuos" policy list > /dev/null 2>&1 && break; sleep 0.2; done
@@ -94,12 +96,12 @@ PY
 
 ARMS=${ARMS:-AB}
 for ((i = 0; i < ${#ARMS}; i++)); do
-	x=${ARMS:i:1} clients=${ARMS:i:1}_CLIENTS with=${ARMS:i:1}_WITH be=${ARMS:i:1}_BE
-	echo "$x: ${!x:-X=1} (clients: ${!clients:-X=1}${!with:+; beside: ${!with}}${!be:+; best effort: ${!be}})"
+	x=${ARMS:i:1} clients=${ARMS:i:1}_CLIENTS with=${ARMS:i:1}_WITH be=${ARMS:i:1}_BE wrap=${ARMS:i:1}_WRAP
+	echo "$x: ${!x:-X=1} (clients: ${!clients:-X=1}${!with:+; beside: ${!with}}${!be:+; best effort: ${!be}}${!wrap:+; daemon under: ${!wrap}})"
 done
 for r in $(seq 1 "$ROUNDS"); do
 	for ((i = 0; i < ${#ARMS}; i++)); do
-		x=${ARMS:i:1} clients=${ARMS:i:1}_CLIENTS with=${ARMS:i:1}_WITH be=${ARMS:i:1}_BE
-		one "$x-$r" "${!x:-X=1}" "${!clients:-X=1}" "${!with:-}" "${!be:-}"
+		x=${ARMS:i:1} clients=${ARMS:i:1}_CLIENTS with=${ARMS:i:1}_WITH be=${ARMS:i:1}_BE wrap=${ARMS:i:1}_WRAP
+		one "$x-$r" "${!x:-X=1}" "${!clients:-X=1}" "${!with:-}" "${!be:-}" "${!wrap:-}"
 	done
 done
