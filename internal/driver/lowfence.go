@@ -22,9 +22,13 @@ const LowFenceWaitEnv = "GPUOS_LOW_FENCE_WAIT"
 // lowFencePollOn is LowFenceWaitEnv, read once; tests set it.
 var lowFencePollOn = func() *atomic.Bool {
 	var on atomic.Bool
-	on.Store(os.Getenv(LowFenceWaitEnv) != "sync")
+	on.Store(lowFencesPoll(os.Getenv(LowFenceWaitEnv)))
 	return &on
 }()
+
+// lowFencesPoll reports whether LowFenceWaitEnv's value v leaves the
+// low-class fence waits polling: any value but "sync".
+func lowFencesPoll(v string) bool { return v != "sync" }
 
 // pollsLowFences reports whether the session's fence waits poll: paced
 // waits are on, its tenant is of the low class, and that class's waiters

@@ -54,3 +54,14 @@ func TestLowFenceWaits(t *testing.T) {
 		})
 	}
 }
+
+func TestLowFenceWaitEnv(t *testing.T) {
+	for _, tt := range []struct {
+		value string
+		polls bool
+	}{{"", true}, {"poll", true}, {"sync", false}} {
+		if got := lowFencesPoll(tt.value); got != tt.polls {
+			t.Errorf("%s=%q: polls %v, want %v", LowFenceWaitEnv, tt.value, got, tt.polls)
+		}
+	}
+}
