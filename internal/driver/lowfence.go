@@ -32,9 +32,10 @@ func lowFencesPoll(v string) bool { return v != "sync" }
 
 // pollsLowFences reports whether the session's fence waits poll: paced
 // waits are on, its tenant is of the low class, and that class's waiters
-// poll (sched.Options.LowClassPoll).
+// poll (sched.Options.LowClassPoll). Every fence wait asks, a service's
+// too, so it reads the class without the scheduler's lock (Queue.Class).
 func (s *Session) pollsLowFences() bool {
-	return lowFencePollOn.Load() && s.d.sched.LowClassPoll() > 0 && s.d.sched.TenantClass(s.tenant.name) == sched.ClassLow
+	return lowFencePollOn.Load() && s.d.sched.LowClassPoll() > 0 && s.queue.Class() == sched.ClassLow
 }
 
 // pollLowFence waits for a fence's event by querying it (sched.PollEvent):

@@ -231,3 +231,40 @@ func TestPriorityWholeKernels(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueClass: a queue's Class, read without the scheduler's lock, is
+// its tenant's class as TenantClass gives it, through each change: the
+// highest class of the tenant's sessions, then the class its share sets,
+// then back to its sessions' when the share no longer sets one, and as
+// sessions close.
+func TestQueueClass(t *testing.T) {
+	s := newSched(t, sched.Options{Device: newSimGPU(t).dev})
+	low := newQueue(t, s, sched.QueueParams{Tenant: "a", Session: 1, Class: sched.ClassLow})
+	var high *sched.Queue
+	for _, step := range []struct {
+		name   string
+		change func()
+		want   sched.Class
+	}{
+		{"one low session", func() {}, sched.ClassLow},
+		{"a high session joins", func() {
+			high = newQueue(t, s, sched.QueueParams{Tenant: "a", Session: 2, Class: sched.ClassHigh})
+		}, sched.ClassHigh},
+		{"the share sets normal", func() {
+			if err := s.SetShare("a", sched.Share{Compute: 1, Copy: 1, Class: sched.ClassNormal, ClassSet: true}); err != nil {
+				t.Fatal(err)
+			}
+		}, sched.ClassNormal},
+		{"the share sets none", func() {
+			if err := s.SetShare("a", sched.Share{Compute: 1, Copy: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}, sched.ClassHigh},
+		{"the high session closes", func() { high.Close() }, sched.ClassLow},
+	} {
+		step.change()
+		if got, locked := low.Class(), s.TenantClass("a"); got != step.want || locked != step.want {
+			t.Errorf("%s: Queue.Class %v, TenantClass %v; want %v", step.name, got, locked, step.want)
+		}
+	}
+}

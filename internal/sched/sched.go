@@ -299,9 +299,12 @@ type tenant struct {
 	name   string
 	share  Share
 	queues []*Queue
-	active []*streamQ // streams with queued commands
-	eng    [NumEngines]tenantEngine
-	head   [NumEngines]*streamQ // decision scratch: the stream whose head it would issue
+	// classNow is class(), kept as share and queues change (classChanged)
+	// for readers without the lock (Queue.Class).
+	classNow atomic.Int32
+	active   []*streamQ // streams with queued commands
+	eng      [NumEngines]tenantEngine
+	head     [NumEngines]*streamQ // decision scratch: the stream whose head it would issue
 	// expressing: the express lane is issuing one of its commands
 	// (express.go).
 	expressing bool
@@ -326,6 +329,9 @@ func (t *tenant) weight(e Engine) int {
 	}
 	return t.share.Compute
 }
+
+// classChanged updates classNow after share or queues changed.
+func (t *tenant) classChanged() { t.classNow.Store(int32(t.class())) }
 
 func (t *tenant) class() Class {
 	if t.share.ClassSet || len(t.queues) == 0 {
@@ -408,6 +414,7 @@ func (s *Scheduler) tenantLocked(name string, share Share) *tenant {
 		return t
 	}
 	t := &tenant{id: TenantID(len(s.tenants)), name: name, share: share}
+	t.classChanged()
 	for e := range t.eng {
 		t.eng[e].avg = 10_000
 	}
@@ -426,6 +433,7 @@ func (s *Scheduler) SetShare(name string, sh Share) error {
 	defer s.mu.Unlock()
 	t := s.tenantLocked(name, sh)
 	t.share = sh
+	t.classChanged()
 	s.runLocked(0)
 	return nil
 }
@@ -563,6 +571,7 @@ func (s *Scheduler) NewQueue(p QueueParams) (*Queue, error) {
 	q.idle = sync.NewCond(&s.mu)
 	q.issued = sync.NewCond(&s.mu)
 	t.queues = append(t.queues, q)
+	t.classChanged()
 	ev := SessionEvent{Tenant: t.id, Session: p.Session, PID: p.PID, Class: p.Class}
 	var refused error
 	for {
@@ -586,6 +595,7 @@ func (t *tenant) removeQueue(q *Queue) {
 	for i, x := range t.queues {
 		if x == q {
 			t.queues = append(t.queues[:i], t.queues[i+1:]...)
+			t.classChanged()
 			return
 		}
 	}
@@ -593,6 +603,10 @@ func (t *tenant) removeQueue(q *Queue) {
 
 // Tenant returns the queue's tenant name.
 func (q *Queue) Tenant() string { return q.t.name }
+
+// Class returns the queue's tenant's class, as TenantClass does, without
+// the scheduler's lock: for checks on a session's wait paths.
+func (q *Queue) Class() Class { return Class(q.t.classNow.Load()) }
 
 // stream returns the FIFO of a backend stream, creating it.
 func (q *Queue) stream(st backend.Stream) *streamQ {
