@@ -95,13 +95,15 @@ PY
 }
 
 ARMS=${ARMS:-AB}
+# arm I sets x, the I-th arm's letter, and the names of its variables.
+arm() { x=${ARMS:$1:1}; clients=${x}_CLIENTS with=${x}_WITH be=${x}_BE wrap=${x}_WRAP; }
 for ((i = 0; i < ${#ARMS}; i++)); do
-	x=${ARMS:i:1} clients=${ARMS:i:1}_CLIENTS with=${ARMS:i:1}_WITH be=${ARMS:i:1}_BE wrap=${ARMS:i:1}_WRAP
+	arm "$i"
 	echo "$x: ${!x:-X=1} (clients: ${!clients:-X=1}${!with:+; beside: ${!with}}${!be:+; best effort: ${!be}}${!wrap:+; daemon under: ${!wrap}})"
 done
 for r in $(seq 1 "$ROUNDS"); do
 	for ((i = 0; i < ${#ARMS}; i++)); do
-		x=${ARMS:i:1} clients=${ARMS:i:1}_CLIENTS with=${ARMS:i:1}_WITH be=${ARMS:i:1}_BE wrap=${ARMS:i:1}_WRAP
+		arm "$i"
 		one "$x-$r" "${!x:-X=1}" "${!clients:-X=1}" "${!with:-}" "${!be:-}" "${!wrap:-}"
 	done
 done

@@ -8,11 +8,11 @@ import (
 	"github.com/gpuos/gpuos/internal/sched"
 )
 
-// TestLowFenceWaits: by default a low-class session's fence waits query the fence's event and never block in its synchronize
-// (nor does anything else of that class: the scheduler's low-class waiters
-// poll too), and are reached all the same; with $GPUOS_LOW_FENCE_WAIT=sync,
-// or for a tenant of another class, each wait blocks in the event's
-// synchronize.
+// TestLowFenceWaits: by default a low-class session's fence waits query
+// the fence's event and never block in its synchronize (nor does anything
+// else of that class: the scheduler's low-class waiters poll too), and are
+// reached all the same; with $GPUOS_LOW_FENCE_WAIT=sync, or for a tenant
+// of another class, each wait blocks in the event's synchronize.
 func TestLowFenceWaits(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
@@ -55,6 +55,8 @@ func TestLowFenceWaits(t *testing.T) {
 	}
 }
 
+// TestLowFenceWaitEnv: only $GPUOS_LOW_FENCE_WAIT=sync turns the paced
+// waits off.
 func TestLowFenceWaitEnv(t *testing.T) {
 	for _, tt := range []struct {
 		value string
