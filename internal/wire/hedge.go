@@ -40,6 +40,11 @@ type hedge struct {
 	spin time.Duration
 	turn sync.Mutex    // held by the goroutine serving
 	wake chan struct{} // the parked helper watches again
+	// waiting is set while Serve's goroutine waits for a request in the
+	// transport's own way (after a spin with nothing), holding the turn:
+	// the helper parks only then. While requests keep coming it keeps
+	// watching, spin after spin.
+	waiting atomic.Bool
 	quit chan struct{}
 	done atomic.Bool // the connection ended (err), or Serve is returning
 	err  error       // written before done is set, read after
@@ -58,7 +63,9 @@ func (h *hedge) ended() bool { return h.done.Load() }
 // serveTurn is one turn of Serve's goroutine: it watches, and serves what
 // came if the helper has not; after spin with nothing, it waits for the next
 // request in the transport's own way (polling, then sleeping) holding the
-// turn, while the helper parks until that request is served.
+// turn, while the helper parks until that request is served. So both watch
+// while requests come within spin of each other, and neither spins once
+// they stop.
 func (h *hedge) serveTurn() (done bool, err error) {
 	if f := hedgeWatchHook.Load(); f != nil {
 		(*f)(true)
@@ -69,9 +76,11 @@ func (h *hedge) serveTurn() (done bool, err error) {
 		h.turn.Unlock()
 	} else {
 		h.turn.Lock()
+		h.waiting.Store(true)
 		if !h.done.Load() {
 			h.serve(nil)
 		}
+		h.waiting.Store(false)
 		h.turn.Unlock()
 		select {
 		case h.wake <- struct{}{}:
@@ -98,6 +107,11 @@ func (h *hedge) help() {
 				h.drain()
 				h.turn.Unlock()
 			}
+			continue
+		}
+		if !h.waiting.Load() {
+			// A spin without a request left unread: Serve's goroutine is
+			// keeping up, and is watching, not waiting.
 			continue
 		}
 		select {

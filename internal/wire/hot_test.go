@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -638,8 +639,29 @@ func TestHotRecycle(t *testing.T) {
 
 // TestHotHedgeStandsIn: with Server.Hedge, requests on the rings are served
 // while Serve's own goroutine is held away (as a hypervisor holds a virtual
-// CPU), by the helper watching beside it; without it they wait.
+// CPU), by the helper watching beside it; without it they wait. The helper
+// still watches after a steady stream of requests longer than its spin, in
+// which Serve's goroutine never waited in the transport's own way (until
+// session 25 it parked after its first spin, so a service sending one
+// request a millisecond was hedged for its first 2 ms only).
 func TestHotHedgeStandsIn(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		spin, steady time.Duration
+	}{
+		{"spin longer than the test", 10 * time.Second, 0},
+		{"after a stream longer than the spin", 5 * time.Millisecond, 40 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) { testHedgeStandsIn(t, tt.spin, tt.steady) })
+	}
+}
+
+func testHedgeStandsIn(t *testing.T, spin, steady time.Duration) {
+	// Serve's goroutine and the helper spin; with fewer Ps than spinners and
+	// the client, the client runs only when Serve's goroutine gives up
+	// watching, which would wake the helper and hide a parked one.
+	old := runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 4))
+	defer runtime.GOMAXPROCS(old)
 	var hold atomic.Bool
 	held := make(chan struct{}, 1)
 	release := make(chan struct{})
@@ -652,11 +674,17 @@ func TestHotHedgeStandsIn(t *testing.T) {
 			<-release
 		}
 	})()
-	cl, _ := hotPairHedged(t, 8<<10, 8<<10, true, 10*time.Second)
+	cl, _ := hotPairHedged(t, 8<<10, 8<<10, true, spin)
 	ctx := tctx(t)
 	var r v1.MemInfoReply
 	if err := cl.Call(ctx, &v1.MemInfo{}, &r); err != nil { // hedging starts
 		t.Fatal(err)
+	}
+	for end := time.Now().Add(steady); time.Now().Before(end); { // requests well within spin of each other
+		if err := cl.Call(ctx, &v1.MemInfo{}, &r); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(spin / 20)
 	}
 	hold.Store(true)
 	// Launches sent until Serve's goroutine is held. Requests are served in
@@ -679,12 +707,14 @@ func TestHotHedgeStandsIn(t *testing.T) {
 		}
 		break
 	}
+	heldCtx, cancel := context.WithTimeout(ctx, 10*time.Second) // held for good without a helper
+	defer cancel()
 	for i := range 100 {
 		if err := cl.Send(&v1.Launch{Kernel: uint64(1000 + i)}); err != nil {
 			t.Fatal(err)
 		}
-		if err := cl.Call(ctx, &v1.MemInfo{}, &r); err != nil {
-			t.Fatal(err)
+		if err := cl.Call(heldCtx, &v1.MemInfo{}, &r); err != nil {
+			t.Fatalf("request %d while Serve's goroutine was held: %v", i, err)
 		}
 		if r.Total != uint64(1000+i) || r.Free != uint64(before+i+1) {
 			t.Fatalf("while Serve's goroutine was held: %d launches handled, the last %d; want %d, %d", r.Free, r.Total, before+i+1, 1000+i)
@@ -697,6 +727,37 @@ func TestHotHedgeStandsIn(t *testing.T) {
 	}
 	if r.Free != uint64(before+100) {
 		t.Errorf("after the hold: %d launches handled, want %d", r.Free, before+100)
+	}
+}
+
+// TestHotHedgeParksWhenIdle: once requests stop, neither Serve's goroutine
+// nor the helper keeps spinning: the helper's watches stop within a spin or
+// two of Serve's goroutine going to wait.
+func TestHotHedgeParksWhenIdle(t *testing.T) {
+	old := runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 4))
+	defer runtime.GOMAXPROCS(old)
+	var helperWatches atomic.Int64
+	defer wire.SetHedgeWatchHook(func(primary bool) {
+		if !primary {
+			helperWatches.Add(1)
+		}
+	})()
+	const spin = 2 * time.Millisecond
+	cl, _ := hotPairHedged(t, 8<<10, 8<<10, true, spin)
+	ctx := tctx(t)
+	for range 20 {
+		if err := cl.Call(ctx, &v1.MemInfo{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(25 * spin)
+	before := helperWatches.Load()
+	time.Sleep(25 * spin)
+	if after := helperWatches.Load(); after != before {
+		t.Errorf("idle: the helper watched %d more times in %v, want none", after-before, 25*spin)
+	}
+	if err := cl.Call(ctx, &v1.MemInfo{}, nil); err != nil { // still served after parking
+		t.Fatal(err)
 	}
 }
 
