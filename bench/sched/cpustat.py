@@ -4,7 +4,8 @@ the interrupt rates (LOC: local timer; CAL: function calls, which also carry
 the wake-up of a thread on another, idle CPU), and per process of the named
 programs the CPU its threads ran, the time they waited for a CPU when ready
 (/proc/PID/task/*/schedstat) and how often they slept (voluntary context
-switches: each ends with a wake-up) or were preempted.
+switches: each ends with a wake-up) or were preempted; and per CPU, its busy
+time and steal (where pinning a process puts the host's steal).
 
   cpustat.py sample OUT.jsonl [PERIOD_S [PROGRAMS]]
                                            sample /proc/stat and /proc/interrupts
@@ -117,7 +118,8 @@ def sample(out, period, programs=()):
                     per[f"{name} [{pid}]"] = threads(pid)
                 except OSError:
                     pass
-            f.write(json.dumps({"t": t, "cpu": cpu["cpu"], "irq": irq, "procs": per}) + "\n")
+            per_cpu = {k[3:]: [sum(v) - v[3] - v[4], v[7]] for k, v in cpu.items() if k != "cpu"}  # busy, steal
+            f.write(json.dumps({"t": t, "cpu": cpu["cpu"], "cpus": per_cpu, "irq": irq, "procs": per}) + "\n")
             f.flush()
             time.sleep(max(0.0, period - (time.time() - t)))
 
@@ -135,6 +137,11 @@ def rates(pairs):
         d = [y - x for x, y in zip(a["cpu"], b["cpu"])]
         acc["busy"] += (sum(d) - d[3] - d[4]) / 100.0
         acc["steal"] += d[7] / 100.0
+        for n, v in b.get("cpus", {}).items():
+            u = a.get("cpus", {}).get(n)
+            if u is not None:
+                acc[f"cpu {n}\0busy"] += (v[0] - u[0]) / 100.0
+                acc[f"cpu {n}\0steal"] += (v[1] - u[1]) / 100.0
         for name, n in b["irq"].items():
             if name in a["irq"]:
                 acc["irq " + name] += n - a["irq"][name]
@@ -151,6 +158,10 @@ def line(label, seconds, acc):
     s = seconds or 1
     main = " ".join(f"{k} {acc['irq ' + k] / s:.0f}" for k in ("LOC", "CAL", "RES", "TLB"))
     out = f"{label:28s} {seconds:5.1f} s  CPUs busy {acc['busy'] / s:5.2f}  steal {acc['steal'] / s:5.3f}  per s: {main}"
+    cpus = sorted({int(k[4:].split("\0")[0]) for k in acc if k.startswith("cpu ")})
+    if cpus:  # per CPU, busy and steal in ms per second: where the host's steal fell
+        ms = {(n, key): acc[f"cpu {n}\0{key}"] / s * 1000 for n in cpus for key in ("busy", "steal")}
+        out += "\n  per CPU busy/steal ms/s: " + " ".join(f"{n}:{ms[n, 'busy']:.0f}/{ms[n, 'steal']:.1f}" for n in cpus)
     names = sorted({k[5:].split("\0")[0] for k in acc if k.startswith("proc ")})
     for name in names:
         v = {key: acc[f"proc {name}\0{key}"] / s for key in ("ran", "waited", "slept", "preempted")}

@@ -123,6 +123,7 @@ func stages(dir, label string, phase, settle time.Duration, w io.Writer) error {
 			}
 		}
 		fmt.Fprintln(w)
+		printSlowMedians(w, g, groups[g])
 	}
 	printEpisodes(w, groups, order)
 	printSecondStart(w, tr)
@@ -308,6 +309,30 @@ func worstStages(rows []map[string]float64) (map[string]int, int) {
 		worst[w]++
 	}
 	return worst, len(slow)
+}
+
+// slowStages are the stages whose medians over the slowest 1% say which
+// side stalled: with L->R long, an L->Y as short as usual means the client
+// had written its launch and gone on to its synchronize before the daemon
+// read it (the daemon stalled), a long one that the client itself stalled.
+var slowStages = []string{"L->R", "L->Y", "Y->SR", "R->I0", "I0->I1", "GE->SS", "SS->C"}
+
+// printSlowMedians prints the median of each of slowStages over a group's
+// slowest 1% of requests by total.
+func printSlowMedians(w io.Writer, g string, rows []map[string]float64) {
+	sorted := slices.Clone(rows)
+	slices.SortFunc(sorted, func(a, b map[string]float64) int { return cmp.Compare(a["total"], b["total"]) })
+	slow := sorted[len(sorted)*99/100:]
+	if len(slow) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  %s, slowest 1%%, median stage (us):", g)
+	for _, st := range slowStages {
+		if xs := column(slow, st); len(xs) > 0 {
+			fmt.Fprintf(w, " %s %.1f", st, at(xs, 50))
+		}
+	}
+	fmt.Fprintln(w)
 }
 
 func readTrace(path string) ([]traceRow, error) {

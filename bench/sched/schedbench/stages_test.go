@@ -163,9 +163,9 @@ func TestStageGroups(t *testing.T) {
 func TestStagesReport(t *testing.T) {
 	var reqs []request
 	for i := range 200 {
-		r := request{at: time.Duration(i) * time.Millisecond, recv: 5, issue0: 12, issue1: 18, gs: 15, ge: 35, syncRecv: 20, syncIssued: 20.5, synced: 37, back: 41}
+		r := request{at: time.Duration(i) * time.Millisecond, recv: 5, issue0: 12, issue1: 18, gs: 15, ge: 35, syncCall: 2, syncRecv: 20, syncIssued: 20.5, synced: 37, back: 41}
 		switch i {
-		case 150: // a 500 µs hop in
+		case 150: // a 500 µs hop in, read late by the daemon (the client went on to its synchronize)
 			r.recv, r.issue0, r.issue1, r.gs, r.ge, r.syncRecv, r.syncIssued, r.synced, r.back = 505, 512, 518, 515, 535, 520, 520.5, 537, 541
 		case 100: // a 50 µs hop back
 			r.back = 91
@@ -177,7 +177,8 @@ func TestStagesReport(t *testing.T) {
 	if err := runStages([]string{"--phase", "0", dir}, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"200 requests traced; matched: all 200", "total", "max(I1,SI)->SS", "all, slowest 1% (2): the stage most over its median: L->R 1 SS->C 1"} {
+	for _, want := range []string{"200 requests traced; matched: all 200", "total", "max(I1,SI)->SS", "all, slowest 1% (2): the stage most over its median: L->R 1 SS->C 1",
+		"all, slowest 1%, median stage (us): L->R 505.0 L->Y 2.0 Y->SR 518.0"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
