@@ -45,10 +45,10 @@ type hedge struct {
 	// the helper parks only then. While requests keep coming it keeps
 	// watching, spin after spin.
 	waiting atomic.Bool
-	quit chan struct{}
-	done atomic.Bool // the connection ended (err), or Serve is returning
-	err  error       // written before done is set, read after
-	wg   sync.WaitGroup
+	quit    chan struct{}
+	done    atomic.Bool // the connection ended (err), or Serve is returning
+	err     error       // written before done is set, read after
+	wg      sync.WaitGroup
 }
 
 func startHedge(st *serving, hc hedgeable, spin time.Duration) *hedge {
