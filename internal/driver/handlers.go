@@ -73,7 +73,7 @@ func (s *Session) dispatch(ctx context.Context, req *wire.Request) (v1.Message, 
 	case *v1.CreateStream:
 		return s.createStream(m)
 	case *v1.Launch:
-		return nil, s.launch(ctx, m, s.fenceLaunch(req))
+		return nil, s.launch(ctx, m, s.fenceLaunch(req), req.Hedged)
 	case *v1.Memcpy:
 		return s.memcpy(ctx, m, req.Header.NoReply())
 	case *v1.Memset:
@@ -526,8 +526,9 @@ func (s *Session) getGlobal(m *v1.GetGlobal) (v1.Message, error) {
 // ---- launches ---------------------------------------------------------------
 
 // launch submits m; with fence, the command it joins or makes enqueues a
-// fence right behind its launches (fenceLaunch).
-func (s *Session) launch(ctx context.Context, m *v1.Launch, fence bool) error {
+// fence right behind its launches (fenceLaunch). byHelper says the hedge's
+// helper is serving it (for the latency log).
+func (s *Session) launch(ctx context.Context, m *v1.Launch, fence, byHelper bool) error {
 	var recv time.Time
 	if s.latency != nil {
 		recv = time.Now()
@@ -567,7 +568,7 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch, fence bool) error {
 	}
 	lc := &launchCmd{s: s, st: so.st, fence: fence}
 	if s.latency != nil {
-		lc.stamps = &launchStamps{recv: recv}
+		lc.stamps = &launchStamps{recv: recv, byHelper: byHelper}
 		s.latency.received(recv)
 	}
 	lc.progs = append(lc.prog1[:0], k.prog)

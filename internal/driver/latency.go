@@ -52,6 +52,7 @@ type launchStamps struct {
 	served                             time.Time // the handler returned (the serving goroutine free again)
 	fenced                             time.Time // the fence behind the launch enqueued (zero: none)
 	expressed                          bool      // the scheduler's express lane issued it
+	byHelper                           bool      // the hedge's helper served it (wire.Request.Hedged)
 }
 
 // syncStamps are one stream synchronize's times: received, its commands
@@ -252,7 +253,11 @@ func writeLatencyCSV(path, who string, stamps []launchStamps) {
 	var b []byte
 	for i := range stamps {
 		s := &stamps[i]
-		b = fmt.Appendf(b, "%q,%d,%d,%d,%d,%d,%t,%d,%d,%d\n", who, ns(s.recv), ns(s.issue0), ns(s.issue1), ns(s.synced), ns(s.done), s.expressed, ns(s.submit), ns(s.served), ns(s.fenced))
+		helper := 0
+		if s.byHelper {
+			helper = 1
+		}
+		b = fmt.Appendf(b, "%q,%d,%d,%d,%d,%d,%t,%d,%d,%d,%d\n", who, ns(s.recv), ns(s.issue0), ns(s.issue1), ns(s.synced), ns(s.done), s.expressed, ns(s.submit), ns(s.served), ns(s.fenced), helper)
 	}
 	f.Write(b)
 }

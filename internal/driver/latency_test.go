@@ -59,8 +59,8 @@ func TestLaunchLatencyStages(t *testing.T) {
 	}
 	for _, row := range rows {
 		f := strings.Split(row, ",")
-		if len(f) != 10 || f[0] != `"test"` || f[6] != "false" || f[9] != "0" {
-			t.Fatalf("row %q: want the session, 5 times, false (not expressed: one tenant), the submit time, the handler's return and 0 (no fence: the session does not poll fences)", row)
+		if len(f) != 11 || f[0] != `"test"` || f[6] != "false" || f[9] != "0" || f[10] != "0" {
+			t.Fatalf("row %q: want the session, 5 times, false (not expressed: one tenant), the submit time, the handler's return, 0 (no fence: the session does not poll fences) and 0 (not served by a hedge's helper: no rings)", row)
 		}
 		var prev int64
 		for _, x := range f[1:6] {
@@ -186,8 +186,8 @@ func TestLaunchLatencyFenced(t *testing.T) {
 	}
 	row := strings.TrimSpace(string(csv))
 	x := strings.Split(row, ",")
-	if len(x) != 10 {
-		t.Fatalf("row %q: want 10 columns", row)
+	if len(x) != 11 {
+		t.Fatalf("row %q: want 11 columns", row)
 	}
 	ns := func(i int) int64 {
 		v, err := strconv.ParseInt(x[i], 10, 64)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
@@ -151,6 +152,26 @@ func (d *Driver) hedge(t *tenantState) time.Duration {
 		return 0
 	}
 	return d.ringSpin(t)
+}
+
+// HedgeDelayEnv, set to a duration, is how long a hedged session's request
+// waits unread before the hedge's helper serves it (wire.Server.HedgeDelay;
+// default wire.DefaultHedgeDelay). A stand-in moves serving to another
+// thread, which costs the request more than a few µs of waiting; waiting
+// longer leaves the helper only the hypervisor's longer pauses.
+const HedgeDelayEnv = "GPUOS_HEDGE_DELAY"
+
+// hedgeDelay is $GPUOS_HEDGE_DELAY's (hedgeDelayOf), read once.
+var hedgeDelay = sync.OnceValue(func() time.Duration { return hedgeDelayOf(os.Getenv(HedgeDelayEnv)) })
+
+// hedgeDelayOf returns the delay a value of $GPUOS_HEDGE_DELAY asks for,
+// or 0 (the default) if it is empty or not a positive duration.
+func hedgeDelayOf(v string) time.Duration {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0
+	}
+	return d
 }
 
 // HighClassNiceEnv, set to a nice value (-20 to 19), makes the goroutine

@@ -203,3 +203,16 @@ func TestHighClassRingsPoll(t *testing.T) {
 		os.Unsetenv(HedgeEnv)
 	}
 }
+
+// $GPUOS_HEDGE_DELAY sets how long a hedged request waits unread before
+// the helper serves it; anything but a positive duration leaves the default.
+func TestHedgeDelayEnv(t *testing.T) {
+	for _, tt := range []struct {
+		value string
+		want  time.Duration
+	}{{"", 0}, {"100us", 100 * time.Microsecond}, {"1ms", time.Millisecond}, {"0", 0}, {"-5us", 0}, {"fast", 0}} {
+		if got := hedgeDelayOf(tt.value); got != tt.want {
+			t.Errorf("%s=%q: %v, want %v", HedgeDelayEnv, tt.value, got, tt.want)
+		}
+	}
+}

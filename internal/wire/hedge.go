@@ -14,13 +14,13 @@ import (
 // second thread on its path. Two watchers, on different CPUs, are both away
 // far less often.
 
-// hedgeDelay is how long a request waits unread before the helper stands in
-// for Serve's goroutine: far less than the hypervisor's pauses (100 µs to
-// ms), far more than the goroutine takes to read a request it is watching
-// for (about a µs). Only then does the serving state move between CPUs,
-// which costs a request a few µs (run 32: P50 +4-6 µs when the first to see
-// a request served it).
-const hedgeDelay = 20 * time.Microsecond
+// DefaultHedgeDelay is how long a request waits unread before the helper
+// stands in for Serve's goroutine (Server.HedgeDelay): far less than the
+// hypervisor's pauses (100 µs to ms), far more than the goroutine takes to
+// read a request it is watching for (about a µs). Only then does the
+// serving state move between CPUs, which costs a request a few µs (run 32:
+// P50 +4-6 µs when the first to see a request served it).
+const DefaultHedgeDelay = 20 * time.Microsecond
 
 // hedgeable is a transport whose requests one goroutine can watch for while
 // another serves (HotConn).
@@ -33,13 +33,14 @@ type hedgeable interface {
 // hedge is Serve's goroutine and one helper passing the serving state
 // between them: the goroutine holding turn serves, requests in order. Serve's
 // goroutine serves what comes; the helper only what has waited unread for
-// hedgeDelay while no one held the turn.
+// delay while no one held the turn.
 type hedge struct {
-	st   *serving
-	hc   hedgeable
-	spin time.Duration
-	turn sync.Mutex    // held by the goroutine serving
-	wake chan struct{} // the parked helper watches again
+	st    *serving
+	hc    hedgeable
+	spin  time.Duration
+	delay time.Duration
+	turn  sync.Mutex    // held by the goroutine serving
+	wake  chan struct{} // the parked helper watches again
 	// waiting is set while Serve's goroutine waits for a request in the
 	// transport's own way (after a spin with nothing), holding the turn:
 	// the helper parks only then. While requests keep coming it keeps
@@ -51,8 +52,11 @@ type hedge struct {
 	wg      sync.WaitGroup
 }
 
-func startHedge(st *serving, hc hedgeable, spin time.Duration) *hedge {
-	h := &hedge{st: st, hc: hc, spin: spin, wake: make(chan struct{}, 1), quit: make(chan struct{})}
+func startHedge(st *serving, hc hedgeable, spin, delay time.Duration) *hedge {
+	if delay <= 0 {
+		delay = DefaultHedgeDelay
+	}
+	h := &hedge{st: st, hc: hc, spin: spin, delay: delay, wake: make(chan struct{}, 1), quit: make(chan struct{})}
 	h.wg.Add(1)
 	go h.help()
 	return h
@@ -100,11 +104,13 @@ func (h *hedge) help() {
 		if f := hedgeWatchHook.Load(); f != nil {
 			(*f)(false)
 		}
-		if h.hc.Watch(h.spin, hedgeDelay, h.ended) {
+		if h.hc.Watch(h.spin, h.delay, h.ended) {
 			// Serve's goroutine is away: neither serving (holding the
 			// turn) nor reading.
 			if h.turn.TryLock() {
+				h.st.byHelper = true
 				h.drain()
+				h.st.byHelper = false
 				h.turn.Unlock()
 			}
 			continue

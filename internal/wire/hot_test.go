@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,6 +29,7 @@ type hotSession struct {
 	more       []bool    // each Launch's Request.More
 	next       []v1.Type // each Launch's HotConn.NextType (0: none)
 	reqNext    []v1.Type // each Launch's Request.NextType (0: none)
+	hedged     []bool    // each Launch's Request.Hedged
 	block      chan struct{}
 	shm        *ring.Shm
 	servedErr  chan error
@@ -66,6 +68,7 @@ func (s *hotSession) handle(ctx context.Context, req *wire.Request) (v1.Message,
 		s.mu.Lock()
 		s.launches = append(s.launches, m.Kernel)
 		s.more = append(s.more, req.More)
+		s.hedged = append(s.hedged, req.Hedged)
 		next, ok := s.hc.NextType()
 		if !ok {
 			next = 0
@@ -133,12 +136,19 @@ func hotPairHedged(t testing.TB, sq, cq int, onRings bool, hedge time.Duration) 
 // hotPairWith is hotPair with the server's Hedge set to hedge.
 func hotPairWith(t testing.TB, sq, cq int, onRings bool, hedge func() time.Duration) (*wire.Client, *hotSession) {
 	t.Helper()
+	return hotPairServer(t, sq, cq, onRings, func(srv *wire.Server) { srv.Hedge = hedge })
+}
+
+// hotPairServer is hotPair with the server set up further by config.
+func hotPairServer(t testing.TB, sq, cq int, onRings bool, config func(*wire.Server)) (*wire.Client, *hotSession) {
+	t.Helper()
 	a, b, err := wire.Pair()
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &hotSession{hc: wire.NewHotConn(b), sq: sq, cq: cq, block: make(chan struct{}), servedErr: make(chan error, 1)}
-	srv := &wire.Server{Endpoint: v1.EndpointDriver, Handle: s.handle, Hedge: hedge}
+	srv := &wire.Server{Endpoint: v1.EndpointDriver, Handle: s.handle}
+	config(srv)
 	go func() { s.servedErr <- srv.Serve(context.Background(), s.hc) }()
 	cl := wire.NewClient(a)
 	t.Cleanup(func() { cl.Close(); s.hc.Close() })
@@ -674,7 +684,7 @@ func testHedgeStandsIn(t *testing.T, spin, steady time.Duration) {
 			<-release
 		}
 	})()
-	cl, _ := hotPairHedged(t, 8<<10, 8<<10, true, spin)
+	cl, srv := hotPairHedged(t, 8<<10, 8<<10, true, spin)
 	ctx := tctx(t)
 	var r v1.MemInfoReply
 	if err := cl.Call(ctx, &v1.MemInfo{}, &r); err != nil { // hedging starts
@@ -728,6 +738,75 @@ func testHedgeStandsIn(t *testing.T, spin, steady time.Duration) {
 	if r.Free != uint64(before+100) {
 		t.Errorf("after the hold: %d launches handled, want %d", r.Free, before+100)
 	}
+	// The launches sent while it was held say that the helper served them.
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	for i, k := range srv.launches {
+		if k >= 1000 && !srv.hedged[i] {
+			t.Errorf("launch %d, served while Serve's goroutine was held: Request.Hedged false", k)
+		}
+	}
+}
+
+// TestHotHedgeDelay: the helper stands in for a request only once it has
+// waited unread for Server.HedgeDelay.
+func TestHotHedgeDelay(t *testing.T) {
+	old := runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 4))
+	defer runtime.GOMAXPROCS(old)
+	var hold atomic.Bool
+	held := make(chan struct{}, 1)
+	release := make(chan struct{})
+	defer wire.SetHedgeWatchHook(func(primary bool) {
+		if primary && hold.Load() {
+			select {
+			case held <- struct{}{}:
+			default:
+			}
+			<-release
+		}
+	})()
+	const delay = 30 * time.Millisecond
+	cl, srv := hotPairServer(t, 8<<10, 8<<10, true, func(s *wire.Server) {
+		s.Hedge = func() time.Duration { return 10 * time.Second }
+		s.HedgeDelay = delay
+	})
+	defer close(release)
+	ctx := tctx(t)
+	if err := cl.Call(ctx, &v1.MemInfo{}, nil); err != nil { // hedging starts
+		t.Fatal(err)
+	}
+	hold.Store(true)
+	if err := cl.Send(&v1.Launch{Kernel: 1}); err != nil { // ends a watch: Serve's goroutine comes to the hook
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatal("Serve's goroutine never came to the hook")
+	}
+	// Launch 1 may have come after Serve's goroutine was held: this call
+	// waits for the helper to serve both, in up to the delay.
+	if err := cl.Call(ctx, &v1.MemInfo{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for k := uint64(2); k < 5; k++ {
+		// Standing in, the helper serves what is there without waiting
+		// again: a request sent at once after an answer may find it still
+		// draining. One sent later waits the delay anew.
+		time.Sleep(2 * time.Millisecond)
+		sent := time.Now()
+		if err := cl.Call(ctx, &v1.Launch{Kernel: k}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(sent); waited < delay {
+			t.Errorf("launch %d answered by the helper after %v, before HedgeDelay %v", k, waited, delay)
+		}
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if n := len(srv.hedged); n < 3 || !srv.hedged[n-1] {
+		t.Errorf("launches handled %v, Request.Hedged %v: want the last ones by the helper", srv.launches, srv.hedged)
+	}
 }
 
 // TestHotHedgeParksWhenIdle: once requests stop, neither Serve's goroutine
@@ -765,14 +844,22 @@ func TestHotHedgeParksWhenIdle(t *testing.T) {
 // rings, and only once (not again per request while it says no).
 func TestHotHedgeAskedOnce(t *testing.T) {
 	var asked atomic.Int64
-	cl, _ := hotPairWith(t, 8<<10, 8<<10, true, func() time.Duration { asked.Add(1); return 0 })
+	cl, srv := hotPairWith(t, 8<<10, 8<<10, true, func() time.Duration { asked.Add(1); return 0 })
 	ctx := tctx(t)
-	for range 100 {
+	for k := range 100 {
+		if err := cl.Send(&v1.Launch{Kernel: uint64(k)}); err != nil {
+			t.Fatal(err)
+		}
 		if err := cl.Call(ctx, &v1.MemInfo{}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n := asked.Load(); n != 1 {
 		t.Errorf("Hedge asked %d times, want 1", n)
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if slices.Contains(srv.hedged, true) { // no helper: nothing was hedged
+		t.Errorf("unhedged: launches with Request.Hedged set: %v", srv.hedged)
 	}
 }

@@ -21,6 +21,10 @@ type Request struct {
 	// when it was read (a burst): a handler may leave work that a later
 	// request of the burst will push on. Only rings report it.
 	More bool
+	// Hedged: the hedge's helper served it, standing in for Serve's own
+	// goroutine (Server.Hedge), so it was handled on another thread than
+	// the requests around it. A diagnostic.
+	Hedged bool
 	// next is the transport's NextType, when it has one.
 	next interface{ NextType() (v1.Type, bool) }
 }
@@ -75,6 +79,9 @@ type Server struct {
 	// a second polling CPU while requests keep coming; for latency-critical
 	// sessions.
 	Hedge func() time.Duration
+	// HedgeDelay is how long a request waits unread before the helper
+	// stands in (0: DefaultHedgeDelay).
+	HedgeDelay time.Duration
 	// Answered, if set, runs after each request has been answered (or
 	// handled, if it takes no answer), on the goroutine serving: work a
 	// handler leaves for after its answer runs there, off the client's path.
@@ -119,7 +126,7 @@ func (s *Server) Serve(ctx context.Context, c Transport) error {
 		if !asked && hc.OnRings() {
 			asked = true
 			if spin := s.Hedge(); spin > 0 {
-				h = startHedge(st, hc, spin)
+				h = startHedge(st, hc, spin, s.HedgeDelay)
 			}
 		}
 		if h != nil {
@@ -144,6 +151,7 @@ type serving struct {
 	next     interface{ NextType() (v1.Type, bool) }
 	recycler interface{ Recycle() }
 	greeted  bool
+	byHelper bool // the hedge's helper holds the turn
 	req      *Request
 	dc       *decoding
 }
@@ -179,7 +187,7 @@ func (st *serving) step(try hedgeable) (ok, done bool, err error) {
 		return false, true, fmt.Errorf("serve: %w", err)
 	}
 	req := st.req
-	*req = Request{Header: f.Header, FDs: f.FDs}
+	*req = Request{Header: f.Header, FDs: f.FDs, Hedged: st.byHelper}
 	if st.pending != nil {
 		req.More = st.pending.Pending()
 	}

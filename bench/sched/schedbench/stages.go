@@ -207,6 +207,9 @@ func stageGroups(tr []traceRow, launches, syncs []stampRow, phase, settle time.D
 			if len(x) > 7 && x[7] != 0 { // the fence behind the launch
 				st["I1->F"], st["F->SV"] = us(x[7]-I1), us(x[6]-x[7])
 			}
+			if len(x) > 8 { // served by the hedge's helper (1) or Serve's goroutine (0)
+				st[byHelper] = float64(x[8])
+			}
 		}
 		if r.syncCalled > 0 {
 			st["L->Y"], st["Y->SR"] = us(r.syncCalled-r.launch), us(SR-r.syncCalled)
@@ -317,8 +320,14 @@ func worstStages(rows []map[string]float64) (map[string]int, int) {
 // read it (the daemon stalled), a long one that the client itself stalled.
 var slowStages = []string{"L->R", "L->Y", "Y->SR", "R->I0", "I0->I1", "GE->SS", "SS->C"}
 
+// byHelper is a request's key (not a stage) that is 1 if the hedge's helper
+// served its launch, 0 if Serve's goroutine did; logs before session 25
+// lack it.
+const byHelper = "by helper"
+
 // printSlowMedians prints the median of each of slowStages over a group's
-// slowest 1% of requests by total.
+// slowest 1% of requests by total, and how many of them and of the whole
+// group had their launch served by the hedge's helper.
 func printSlowMedians(w io.Writer, g string, rows []map[string]float64) {
 	sorted := slices.Clone(rows)
 	slices.SortFunc(sorted, func(a, b map[string]float64) int { return cmp.Compare(a["total"], b["total"]) })
@@ -331,6 +340,21 @@ func printSlowMedians(w io.Writer, g string, rows []map[string]float64) {
 		if xs := column(slow, st); len(xs) > 0 {
 			fmt.Fprintf(w, " %s %.1f", st, at(xs, 50))
 		}
+	}
+	helped := func(rows []map[string]float64) (n, of int) {
+		for _, r := range rows {
+			if v, ok := r[byHelper]; ok {
+				of++
+				if v != 0 {
+					n++
+				}
+			}
+		}
+		return n, of
+	}
+	if n, of := helped(slow); of > 0 {
+		all, allOf := helped(rows)
+		fmt.Fprintf(w, "; launch served by the hedge's helper: %d of %d (all: %d of %d)", n, of, all, allOf)
 	}
 	fmt.Fprintln(w)
 }

@@ -17,6 +17,7 @@ type request struct {
 	submit                       float64       // handed to the scheduler (0: a log without the column)
 	served                       float64       // the launch's handler returned (0: a log without the column)
 	fenced                       float64       // the fence behind the launch enqueued (0: a log without the column, or none)
+	helper                       int           // 1: the hedge's helper served the launch; -1: a log without the column
 	syncCall                     float64       // the client called its synchronize (0: a trace without the column)
 	syncRecv, syncIssued, synced float64       // the synchronize's stamps
 	back                         float64       // the client's synchronize returned
@@ -48,6 +49,9 @@ func writeRun(t *testing.T, reqs []request) string {
 					fmt.Fprintf(&lat, ",%d", ns(r.at, r.fenced))
 				} else {
 					lat.WriteString(",0")
+				}
+				if r.helper >= 0 {
+					fmt.Fprintf(&lat, ",%d", r.helper)
 				}
 			}
 		}
@@ -163,10 +167,11 @@ func TestStageGroups(t *testing.T) {
 func TestStagesReport(t *testing.T) {
 	var reqs []request
 	for i := range 200 {
-		r := request{at: time.Duration(i) * time.Millisecond, recv: 5, issue0: 12, issue1: 18, gs: 15, ge: 35, syncCall: 2, syncRecv: 20, syncIssued: 20.5, synced: 37, back: 41}
+		r := request{at: time.Duration(i) * time.Millisecond, recv: 5, submit: 8, issue0: 12, issue1: 18, served: 19, gs: 15, ge: 35, syncCall: 2, syncRecv: 20, syncIssued: 20.5, synced: 37, back: 41}
 		switch i {
-		case 150: // a 500 µs hop in, read late by the daemon (the client went on to its synchronize)
-			r.recv, r.issue0, r.issue1, r.gs, r.ge, r.syncRecv, r.syncIssued, r.synced, r.back = 505, 512, 518, 515, 535, 520, 520.5, 537, 541
+		case 150: // a 500 µs hop in, read late by the daemon (the client went on to its synchronize), then by the hedge's helper
+			r.recv, r.submit, r.issue0, r.issue1, r.served, r.gs, r.ge, r.syncRecv, r.syncIssued, r.synced, r.back = 505, 508, 512, 518, 519, 515, 535, 520, 520.5, 537, 541
+			r.helper = 1
 		case 100: // a 50 µs hop back
 			r.back = 91
 		}
@@ -178,7 +183,8 @@ func TestStagesReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"200 requests traced; matched: all 200", "total", "max(I1,SI)->SS", "all, slowest 1% (2): the stage most over its median: L->R 1 SS->C 1",
-		"all, slowest 1%, median stage (us): L->R 505.0 L->Y 2.0 Y->SR 518.0"} {
+		"all, slowest 1%, median stage (us): L->R 505.0 L->Y 2.0 Y->SR 518.0",
+		"; launch served by the hedge's helper: 1 of 2 (all: 1 of 200)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
