@@ -93,7 +93,10 @@
 // duration, or off: sched.Options.LowClassPoll), and $GPUOS_SCHED_LOWPACE=0
 // makes them query that often from a kernel's start
 // (sched.Options.NoLowClassPace);
-// $GPUOS_HEDGE=0 turns off hedged serving of high-class sessions;
+// $GPUOS_HEDGE=0 turns off hedged serving of high-class sessions and
+// $GPUOS_HEDGE=always makes its helper watch always instead of on demand,
+// and $GPUOS_HEDGE_DELAY sets how long a request waits unread before the
+// helper serves it;
 // $GPUOS_SYNC_FENCE=0 makes their synchronizing calls block in the driver
 // instead of polling fences, and $GPUOS_SYNC_FENCE_SPIN sets how long
 // they poll before yielding the CPU between polls, and $GPUOS_SYNC_OWN=0

@@ -132,7 +132,9 @@ func (d *Driver) ringSpin(t *tenantState) time.Duration {
 	return 0
 }
 
-// HedgeEnv, set to "0", turns hedged serving off (hedge).
+// HedgeEnv, set to "0", turns hedged serving off (hedge); set to "always",
+// makes the helper watch whenever requests come instead of on demand
+// (hedgeAlways).
 const HedgeEnv = "GPUOS_HEDGE"
 
 // hedge is how long a second goroutine watches a session's submission ring
@@ -141,18 +143,26 @@ const HedgeEnv = "GPUOS_HEDGE"
 // machines are virtual, and the hypervisor takes each CPU away now and then
 // for up to milliseconds (bench/RESULTS.md, runs 31-39: 0.04-5% of the
 // time); a request that arrives meanwhile waits unless another thread
-// stands in. Where a host's slow requests were mostly those left unread
-// (bench/RESULTS.md, session 15, runs 96 and 99: the receipt's p99 under
-// load 95-1369 µs unhedged, 24-427 hedged), hedging lowered the service's
-// P99 ratio in 6 of 7 rounds; on hosts where other stages were slow (runs 97
-// and 102) it did in 2 of 7, within those runs' noise, and did not move the
-// P50. It costs a polling CPU while the session is active.
+// stands in. On noisy hosts that cut the tail of the receipt under load
+// severalfold (session 15, runs 96 and 99: its p99 95-1369 µs unhedged,
+// 24-427 hedged; the helper then watched only after a pause of the
+// service's, by a bug fixed in session 25).
+//
+// The helper watches on demand (wire.Server.HedgeAlways unset): on the
+// H100's quiet hosts, 11 rounds of session 25, a helper watching always
+// raised the service's P99 alone in every one (85 µs to 101 µs on average;
+// its slowest launches' cuLaunchKernel took twice as long beside it, and it
+// served almost none of them), left its P99 under load where it was (91 µs
+// to 89 µs), and cost a second polling CPU.
 func (d *Driver) hedge(t *tenantState) time.Duration {
 	if os.Getenv(HedgeEnv) == "0" {
 		return 0
 	}
 	return d.ringSpin(t)
 }
+
+// hedgeAlways reports whether $GPUOS_HEDGE asks the helper to watch always.
+func hedgeAlways() bool { return os.Getenv(HedgeEnv) == "always" }
 
 // HedgeDelayEnv, set to a duration, is how long a hedged session's request
 // waits unread before the hedge's helper serves it (wire.Server.HedgeDelay;

@@ -167,8 +167,9 @@ func TestReservedSMs(t *testing.T) {
 
 // TestHighClassRingsPoll: a high-class session's rings poll for
 // HighClassSpin, and the driver advises its client to do the same and
-// watches them with a second goroutine as long (hedged serving; not with
-// $GPUOS_HEDGE=0); other classes keep the default (no advice, no hedge).
+// watches them with a second goroutine as long (hedged serving, on demand;
+// always with $GPUOS_HEDGE=always; not with $GPUOS_HEDGE=0); other classes
+// keep the default (no advice, no hedge).
 // $GPUOS_RING_SPIN, when set, rules every session (not tested here: it is
 // read once per process).
 func TestHighClassRingsPoll(t *testing.T) {
@@ -185,10 +186,19 @@ func TestHighClassRingsPoll(t *testing.T) {
 		if ro := ts.useRings(); ro.SpinNs != want {
 			t.Errorf("%s: RingOpened.SpinNs = %d, want %d", name, ro.SpinNs, want)
 		}
-		if have := td.d.hedge(ts.s.tenant); have != time.Duration(want) {
-			t.Errorf("%s: hedge %v by default, want %v", name, have, time.Duration(want))
+		if have := td.d.hedge(ts.s.tenant); have != time.Duration(want) || hedgeAlways() {
+			t.Errorf("%s: hedge %v (always: %v) by default, want %v on demand", name, have, hedgeAlways(), time.Duration(want))
 		}
 		for range 100 { // the rings work, hedged or not
+			ts.must(&v1.Synchronize{}, nil)
+		}
+		t.Setenv(HedgeEnv, "always")
+		if have := td.d.hedge(ts.s.tenant); have != time.Duration(want) || !hedgeAlways() {
+			t.Errorf("%s: with %s=always, hedge %v (always: %v), want %v always", name, HedgeEnv, have, hedgeAlways(), time.Duration(want))
+		}
+		ts = td.session(name, 0) // a session whose helper watches always (high class)
+		ts.useRings()
+		for range 100 {
 			ts.must(&v1.Synchronize{}, nil)
 		}
 		t.Setenv(HedgeEnv, "0")

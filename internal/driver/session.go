@@ -162,10 +162,11 @@ func (s *Session) server() *wire.Server {
 		Handle:   s.handleHot,
 		Deferred: func(req *wire.Request, err error) { s.deferError(err) },
 		// launch copies what it keeps of a Launch (its parameters).
-		Reuse:      func(t v1.Type) bool { return t == v1.TypeLaunch },
-		Hedge:      func() time.Duration { return s.d.hedge(s.tenant) },
-		HedgeDelay: hedgeDelay(),
-		Answered:   s.answered,
+		Reuse:       func(t v1.Type) bool { return t == v1.TypeLaunch },
+		Hedge:       func() time.Duration { return s.d.hedge(s.tenant) },
+		HedgeDelay:  hedgeDelay(),
+		HedgeAlways: hedgeAlways(),
+		Answered:    s.answered,
 	}
 }
 

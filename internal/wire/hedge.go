@@ -22,6 +22,21 @@ import (
 // P50 +4-6 µs when the first to see a request served it).
 const DefaultHedgeDelay = 20 * time.Microsecond
 
+// On demand (Server.HedgeAlways unset), the helper watches only for a while
+// after Serve's goroutine was seen away: measured on the H100's quiet
+// hosts, a helper spinning beside it all the time raised the service's P99
+// alone by 16 µs on average (its slowest launches' cuLaunchKernel took
+// twice as long) while serving almost none of its requests (bench/RESULTS.md,
+// session 25). Serve's goroutine times its own looks while it watches: a gap
+// of over hedgeStall between two means the system ran something else on its
+// CPU (the hypervisor, another thread), and the helper then watches beside
+// it for hedgeActive after the latest such gap. Hosts that take CPUs away
+// often keep it watching; quiet ones rarely wake it.
+const (
+	hedgeStall  = 100 * time.Microsecond
+	hedgeActive = time.Second
+)
+
 // hedgeable is a transport whose requests one goroutine can watch for while
 // another serves (HotConn).
 type hedgeable interface {
@@ -35,34 +50,72 @@ type hedgeable interface {
 // goroutine serves what comes; the helper only what has waited unread for
 // delay while no one held the turn.
 type hedge struct {
-	st    *serving
-	hc    hedgeable
-	spin  time.Duration
-	delay time.Duration
-	turn  sync.Mutex    // held by the goroutine serving
-	wake  chan struct{} // the parked helper watches again
+	st     *serving
+	hc     hedgeable
+	spin   time.Duration
+	delay  time.Duration
+	always bool          // the helper watches whenever requests come, not on demand
+	turn   sync.Mutex    // held by the goroutine serving
+	wake   chan struct{} // the parked helper watches again
 	// waiting is set while Serve's goroutine waits for a request in the
 	// transport's own way (after a spin with nothing), holding the turn:
 	// the helper parks only then. While requests keep coming it keeps
 	// watching, spin after spin.
 	waiting atomic.Bool
-	quit    chan struct{}
-	done    atomic.Bool // the connection ended (err), or Serve is returning
-	err     error       // written before done is set, read after
-	wg      sync.WaitGroup
+	// activeUntil is when the helper stops watching on demand (monotonic,
+	// since hedgeEpoch): hedgeActive after Serve's goroutine was last seen
+	// away. lastLook is that goroutine's latest look (its own).
+	activeUntil atomic.Int64
+	lastLook    time.Duration
+	quit        chan struct{}
+	done        atomic.Bool // the connection ended (err), or Serve is returning
+	err         error       // written before done is set, read after
+	wg          sync.WaitGroup
 }
 
-func startHedge(st *serving, hc hedgeable, spin, delay time.Duration) *hedge {
+var hedgeEpoch = time.Now()
+
+func startHedge(st *serving, hc hedgeable, spin, delay time.Duration, always bool) *hedge {
 	if delay <= 0 {
 		delay = DefaultHedgeDelay
 	}
-	h := &hedge{st: st, hc: hc, spin: spin, delay: delay, wake: make(chan struct{}, 1), quit: make(chan struct{})}
+	h := &hedge{st: st, hc: hc, spin: spin, delay: delay, always: always, wake: make(chan struct{}, 1), quit: make(chan struct{})}
 	h.wg.Add(1)
 	go h.help()
 	return h
 }
 
 func (h *hedge) ended() bool { return h.done.Load() }
+
+// primaryLook is Serve's goroutine's quit while it watches, called between
+// its looks: it notes a gap since the last one, and wakes the helper.
+func (h *hedge) primaryLook() bool {
+	if f := hedgeLookHook.Load(); f != nil {
+		(*f)()
+	}
+	now := time.Since(hedgeEpoch)
+	if h.lastLook != 0 && now-h.lastLook > hedgeStall {
+		if f := hedgeStallHook.Load(); f != nil {
+			(*f)()
+		}
+		h.activeUntil.Store(int64(now + hedgeActive))
+		select {
+		case h.wake <- struct{}{}:
+		default:
+		}
+	}
+	h.lastLook = now
+	return h.done.Load()
+}
+
+// watching reports whether the helper should go on watching after a spin
+// with nothing stale.
+func (h *hedge) watching() bool {
+	if h.waiting.Load() {
+		return false
+	}
+	return h.always || int64(time.Since(hedgeEpoch)) < h.activeUntil.Load()
+}
 
 // serveTurn is one turn of Serve's goroutine: it watches, and serves what
 // came if the helper has not; after spin with nothing, it waits for the next
@@ -74,7 +127,8 @@ func (h *hedge) serveTurn() (done bool, err error) {
 	if f := hedgeWatchHook.Load(); f != nil {
 		(*f)(true)
 	}
-	if h.hc.Watch(h.spin, 0, h.ended) {
+	h.lastLook = 0 // serving is not being away
+	if h.hc.Watch(h.spin, 0, h.primaryLook) {
 		h.turn.Lock()
 		h.drain()
 		h.turn.Unlock()
@@ -115,7 +169,7 @@ func (h *hedge) help() {
 			}
 			continue
 		}
-		if !h.waiting.Load() {
+		if h.watching() {
 			// A spin without a request left unread: Serve's goroutine is
 			// keeping up, and is watching, not waiting.
 			continue
@@ -152,6 +206,11 @@ func (h *hedge) stop() {
 	h.wg.Wait()
 }
 
-// hedgeWatchHook, set by tests, runs before each watch (primary: Serve's
-// goroutine).
-var hedgeWatchHook atomic.Pointer[func(primary bool)]
+// Set by tests: hedgeWatchHook runs before each watch (primary: Serve's
+// goroutine), hedgeLookHook between two looks of Serve's goroutine, and
+// hedgeStallHook when it finds it was away.
+var (
+	hedgeWatchHook atomic.Pointer[func(primary bool)]
+	hedgeLookHook  atomic.Pointer[func()]
+	hedgeStallHook atomic.Pointer[func()]
+)

@@ -124,13 +124,18 @@ func hotPairB(t testing.TB, sq, cq int, onRings bool) (*wire.Client, *hotSession
 	return hotPairHedged(t, sq, cq, onRings, 0)
 }
 
-// hotPairHedged is hotPair with the server's Hedge set to hedge (0: none).
+// hotPairHedged is hotPair with the server's Hedge set to hedge (0: none),
+// its helper watching always (not on demand), so that it stands in as often
+// as it can.
 func hotPairHedged(t testing.TB, sq, cq int, onRings bool, hedge time.Duration) (*wire.Client, *hotSession) {
 	t.Helper()
 	if hedge <= 0 {
 		return hotPairWith(t, sq, cq, onRings, nil)
 	}
-	return hotPairWith(t, sq, cq, onRings, func() time.Duration { return hedge })
+	return hotPairServer(t, sq, cq, onRings, func(srv *wire.Server) {
+		srv.Hedge = func() time.Duration { return hedge }
+		srv.HedgeAlways = true
+	})
 }
 
 // hotPairWith is hotPair with the server's Hedge set to hedge.
@@ -769,6 +774,7 @@ func TestHotHedgeDelay(t *testing.T) {
 	cl, srv := hotPairServer(t, 8<<10, 8<<10, true, func(s *wire.Server) {
 		s.Hedge = func() time.Duration { return 10 * time.Second }
 		s.HedgeDelay = delay
+		s.HedgeAlways = true
 	})
 	defer close(release)
 	ctx := tctx(t)
@@ -806,6 +812,80 @@ func TestHotHedgeDelay(t *testing.T) {
 	defer srv.mu.Unlock()
 	if n := len(srv.hedged); n < 3 || !srv.hedged[n-1] {
 		t.Errorf("launches handled %v, Request.Hedged %v: want the last ones by the helper", srv.launches, srv.hedged)
+	}
+}
+
+// TestHotHedgeOnDemand: unless told to watch always, the helper watches
+// (and stands in) once Serve's goroutine was seen away between two of its
+// looks. (That it parks otherwise is TestHedgeWatchesOnDemand's.)
+func TestHotHedgeOnDemand(t *testing.T) {
+	old := runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 4))
+	defer runtime.GOMAXPROCS(old)
+	var stalls atomic.Int64
+	var hold, away atomic.Bool
+	held := make(chan struct{}, 1)
+	release := make(chan struct{})
+	defer wire.SetHedgeWatchHook(func(primary bool) {
+		if primary && hold.Load() {
+			select {
+			case held <- struct{}{}:
+			default:
+			}
+			<-release
+		}
+	})()
+	defer wire.SetHedgeStallHook(func() { stalls.Add(1) })()
+	defer wire.SetHedgeLookHook(func() {
+		if away.Load() {
+			time.Sleep(time.Millisecond) // as if the hypervisor took the CPU
+		}
+	})()
+	const spin = 5 * time.Millisecond
+	cl, srv := hotPairServer(t, 8<<10, 8<<10, true, func(s *wire.Server) {
+		s.Hedge = func() time.Duration { return spin }
+	})
+	defer close(release)
+	ctx := tctx(t)
+	if err := cl.Call(ctx, &v1.MemInfo{}, nil); err != nil { // hedging starts
+		t.Fatal(err)
+	}
+	// Away for a millisecond between two looks: the helper watches, and
+	// stands in for requests while Serve's goroutine is held.
+	away.Store(true)
+	for stalls.Load() == 0 {
+		if err := cl.Call(ctx, &v1.MemInfo{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	away.Store(false)
+	hold.Store(true)
+	for k := 0; ; k++ {
+		if err := cl.Send(&v1.Launch{Kernel: uint64(k)}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-held:
+		case <-time.After(time.Millisecond):
+			continue
+		case <-ctx.Done():
+			t.Fatal("Serve's goroutine never came to the hook")
+		}
+		break
+	}
+	heldCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for i := range 20 {
+		if err := cl.Send(&v1.Launch{Kernel: uint64(1000 + i)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Call(heldCtx, &v1.MemInfo{}, nil); err != nil {
+			t.Fatalf("request %d while Serve's goroutine was held after a stall: %v", i, err)
+		}
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if n := len(srv.hedged); n == 0 || !srv.hedged[n-1] {
+		t.Errorf("the last launch was not served by the helper (Request.Hedged %v)", srv.hedged)
 	}
 }
 

@@ -72,16 +72,20 @@ type Server struct {
 	// goroutine that watches the submission ring beside Serve's own and
 	// serves a request that has waited unread for a few µs while Serve's
 	// goroutine was neither reading nor serving (one at a time, in order:
-	// they pass the serving state between them). It watches for d after the
-	// latest request before it parks. On a virtual machine whose CPUs the
+	// they pass the serving state between them). While it watches, it
+	// watches for d after the latest request before it parks; it watches
+	// on demand (HedgeAlways). On a virtual machine whose CPUs the
 	// hypervisor takes away now and then (for up to milliseconds, unseen by
 	// the guest), a request then waits long only if both are away. It costs
-	// a second polling CPU while requests keep coming; for latency-critical
-	// sessions.
+	// a second polling CPU while it watches; for latency-critical sessions.
 	Hedge func() time.Duration
 	// HedgeDelay is how long a request waits unread before the helper
 	// stands in (0: DefaultHedgeDelay).
 	HedgeDelay time.Duration
+	// HedgeAlways makes the helper watch whenever requests come; unset, it
+	// watches on demand: for a while after Serve's goroutine was seen away
+	// from its CPU (hedge.go says why).
+	HedgeAlways bool
 	// Answered, if set, runs after each request has been answered (or
 	// handled, if it takes no answer), on the goroutine serving: work a
 	// handler leaves for after its answer runs there, off the client's path.
@@ -126,7 +130,7 @@ func (s *Server) Serve(ctx context.Context, c Transport) error {
 		if !asked && hc.OnRings() {
 			asked = true
 			if spin := s.Hedge(); spin > 0 {
-				h = startHedge(st, hc, spin, s.HedgeDelay)
+				h = startHedge(st, hc, spin, s.HedgeDelay, s.HedgeAlways)
 			}
 		}
 		if h != nil {
