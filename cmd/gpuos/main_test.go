@@ -71,6 +71,10 @@ func TestServePsAudit(t *testing.T) {
 		if code := <-done; code != 0 {
 			t.Errorf("serve exited %d: %s", code, serveOut.String())
 		}
+		// Stopped by its context (a signal): it says so.
+		if !strings.Contains(serveOut.String(), "gpuos: interrupted; stopped serving on "+sock) {
+			t.Errorf("serve stopped without saying so:\n%s", serveOut.String())
+		}
 	}()
 	var c *client.Client
 	for deadline := time.Now().Add(time.Minute); ; {

@@ -92,5 +92,11 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(stdout, "metrics at http://%s/metrics\n", addr)
 	}
-	return m.Serve(ctx)
+	err = m.Serve(ctx)
+	if ctx.Err() != nil {
+		// Stopped by a signal (SIGINT or SIGTERM): say so, so that a daemon
+		// that went away is told from one that crashed.
+		fmt.Fprintf(stdout, "gpuos: interrupted; stopped serving on %s\n", m.Socket())
+	}
+	return err
 }
