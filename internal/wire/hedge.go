@@ -120,9 +120,9 @@ func (h *hedge) watching() bool {
 // serveTurn is one turn of Serve's goroutine: it watches, and serves what
 // came if the helper has not; after spin with nothing, it waits for the next
 // request in the transport's own way (polling, then sleeping) holding the
-// turn, while the helper parks until that request is served. So both watch
-// while requests come within spin of each other, and neither spins once
-// they stop.
+// turn, while the helper parks until that request is served. So while
+// requests come within spin of each other both watch (the helper always,
+// or on demand), and neither spins once they stop.
 func (h *hedge) serveTurn() (done bool, err error) {
 	if f := hedgeWatchHook.Load(); f != nil {
 		(*f)(true)
