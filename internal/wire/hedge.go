@@ -55,6 +55,7 @@ type hedge struct {
 	spin   time.Duration
 	delay  time.Duration
 	always bool          // the helper watches whenever requests come, not on demand
+	look   func() bool   // Serve's goroutine's quit while it watches: ended, or primaryLook on demand
 	turn   sync.Mutex    // held by the goroutine serving
 	wake   chan struct{} // the parked helper watches again
 	// waiting is set while Serve's goroutine waits for a request in the
@@ -80,6 +81,10 @@ func startHedge(st *serving, hc hedgeable, spin, delay time.Duration, always boo
 		delay = DefaultHedgeDelay
 	}
 	h := &hedge{st: st, hc: hc, spin: spin, delay: delay, always: always, wake: make(chan struct{}, 1), quit: make(chan struct{})}
+	h.look = h.primaryLook
+	if always { // nothing to wake the helper for
+		h.look = h.ended
+	}
 	h.wg.Add(1)
 	go h.help()
 	return h
@@ -87,8 +92,9 @@ func startHedge(st *serving, hc hedgeable, spin, delay time.Duration, always boo
 
 func (h *hedge) ended() bool { return h.done.Load() }
 
-// primaryLook is Serve's goroutine's quit while it watches, called between
-// its looks: it notes a gap since the last one, and wakes the helper.
+// primaryLook is Serve's goroutine's quit while it watches on demand,
+// called between its looks: it notes a gap since the last one, and wakes
+// the helper.
 func (h *hedge) primaryLook() bool {
 	if f := hedgeLookHook.Load(); f != nil {
 		(*f)()
@@ -128,7 +134,7 @@ func (h *hedge) serveTurn() (done bool, err error) {
 		(*f)(true)
 	}
 	h.lastLook = 0 // serving is not being away
-	if h.hc.Watch(h.spin, 0, h.primaryLook) {
+	if h.hc.Watch(h.spin, 0, h.look) {
 		h.turn.Lock()
 		h.drain()
 		h.turn.Unlock()

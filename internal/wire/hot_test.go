@@ -652,6 +652,67 @@ func TestHotRecycle(t *testing.T) {
 	}
 }
 
+// atLeastProcs runs the test with at least n Ps. Serve's goroutine and the
+// helper spin; with fewer Ps than spinners and the client, the client runs
+// only when Serve's goroutine gives up watching, which wakes the helper and
+// would hide one that parks when it should not.
+func atLeastProcs(t *testing.T, n int) {
+	old := runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), n))
+	t.Cleanup(func() { runtime.GOMAXPROCS(old) })
+}
+
+// primaryHold holds Serve's goroutine of hedged serving at its next watch
+// once armed, as a hypervisor holds a virtual CPU, until released.
+type primaryHold struct {
+	on       atomic.Bool
+	held     chan struct{}
+	released chan struct{}
+	once     sync.Once
+}
+
+// holdPrimary sets the hedge's watch hook to hold Serve's goroutine when
+// armed (untilHeld); the test's end releases it and unsets the hook.
+func holdPrimary(t *testing.T) *primaryHold {
+	h := &primaryHold{held: make(chan struct{}, 1), released: make(chan struct{})}
+	unset := wire.SetHedgeWatchHook(func(primary bool) {
+		if primary && h.on.Load() {
+			select {
+			case h.held <- struct{}{}:
+			default:
+			}
+			<-h.released
+		}
+	})
+	t.Cleanup(func() { h.release(); unset() })
+	return h
+}
+
+// untilHeld arms the hold and sends launches (kernels 0, 1, ...), each
+// ending a watch, until Serve's goroutine is held; it returns how many it
+// sent.
+func (h *primaryHold) untilHeld(ctx context.Context, t *testing.T, cl *wire.Client) int {
+	t.Helper()
+	h.on.Store(true)
+	for k := 0; ; k++ {
+		if err := cl.Send(&v1.Launch{Kernel: uint64(k)}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-h.held:
+			return k + 1
+		case <-time.After(time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("Serve's goroutine never came to the hook")
+		}
+	}
+}
+
+// release lets Serve's goroutine go on, and no longer holds it.
+func (h *primaryHold) release() {
+	h.on.Store(false)
+	h.once.Do(func() { close(h.released) })
+}
+
 // TestHotHedgeStandsIn: with Server.Hedge, requests on the rings are served
 // while Serve's own goroutine is held away (as a hypervisor holds a virtual
 // CPU), by the helper watching beside it; without it they wait. The helper
@@ -672,23 +733,8 @@ func TestHotHedgeStandsIn(t *testing.T) {
 }
 
 func testHedgeStandsIn(t *testing.T, spin, steady time.Duration) {
-	// Serve's goroutine and the helper spin; with fewer Ps than spinners and
-	// the client, the client runs only when Serve's goroutine gives up
-	// watching, which would wake the helper and hide a parked one.
-	old := runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 4))
-	defer runtime.GOMAXPROCS(old)
-	var hold atomic.Bool
-	held := make(chan struct{}, 1)
-	release := make(chan struct{})
-	defer wire.SetHedgeWatchHook(func(primary bool) {
-		if primary && hold.Load() {
-			select {
-			case held <- struct{}{}:
-			default:
-			}
-			<-release
-		}
-	})()
+	atLeastProcs(t, 4)
+	hold := holdPrimary(t)
 	cl, srv := hotPairHedged(t, 8<<10, 8<<10, true, spin)
 	ctx := tctx(t)
 	var r v1.MemInfoReply
@@ -701,27 +747,12 @@ func testHedgeStandsIn(t *testing.T, spin, steady time.Duration) {
 		}
 		time.Sleep(spin / 20)
 	}
-	hold.Store(true)
-	// Launches sent until Serve's goroutine is held. Requests are served in
-	// order, so all of them are handled (by it before the hook, or by the
-	// helper) before the next request is answered; counting them here
-	// rather than reading how many were handled already, which the helper
-	// may still be about to change, keeps the figures below exact.
-	before := 0
-	for k := 0; ; k++ { // each request ends a watch: Serve's goroutine comes to the hook
-		if err := cl.Send(&v1.Launch{Kernel: uint64(k)}); err != nil {
-			t.Fatal(err)
-		}
-		before++
-		select {
-		case <-held:
-		case <-time.After(time.Millisecond):
-			continue
-		case <-ctx.Done():
-			t.Fatal("Serve's goroutine never came to the hook")
-		}
-		break
-	}
+	// Requests are served in order, so all the launches sent until Serve's
+	// goroutine is held are handled (by it before the hook, or by the
+	// helper) before the next request is answered; counting them rather
+	// than reading how many were handled already, which the helper may
+	// still be about to change, keeps the figures below exact.
+	before := hold.untilHeld(ctx, t, cl)
 	heldCtx, cancel := context.WithTimeout(ctx, 10*time.Second) // held for good without a helper
 	defer cancel()
 	for i := range 100 {
@@ -735,8 +766,7 @@ func testHedgeStandsIn(t *testing.T, spin, steady time.Duration) {
 			t.Fatalf("while Serve's goroutine was held: %d launches handled, the last %d; want %d, %d", r.Free, r.Total, before+i+1, 1000+i)
 		}
 	}
-	hold.Store(false)
-	close(release)
+	hold.release()
 	if err := cl.Call(ctx, &v1.MemInfo{}, &r); err != nil {
 		t.Fatal(err)
 	}
@@ -756,46 +786,25 @@ func testHedgeStandsIn(t *testing.T, spin, steady time.Duration) {
 // TestHotHedgeDelay: the helper stands in for a request only once it has
 // waited unread for Server.HedgeDelay.
 func TestHotHedgeDelay(t *testing.T) {
-	old := runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 4))
-	defer runtime.GOMAXPROCS(old)
-	var hold atomic.Bool
-	held := make(chan struct{}, 1)
-	release := make(chan struct{})
-	defer wire.SetHedgeWatchHook(func(primary bool) {
-		if primary && hold.Load() {
-			select {
-			case held <- struct{}{}:
-			default:
-			}
-			<-release
-		}
-	})()
+	atLeastProcs(t, 4)
+	hold := holdPrimary(t)
 	const delay = 30 * time.Millisecond
 	cl, srv := hotPairServer(t, 8<<10, 8<<10, true, func(s *wire.Server) {
 		s.Hedge = func() time.Duration { return 10 * time.Second }
 		s.HedgeDelay = delay
 		s.HedgeAlways = true
 	})
-	defer close(release)
 	ctx := tctx(t)
 	if err := cl.Call(ctx, &v1.MemInfo{}, nil); err != nil { // hedging starts
 		t.Fatal(err)
 	}
-	hold.Store(true)
-	if err := cl.Send(&v1.Launch{Kernel: 1}); err != nil { // ends a watch: Serve's goroutine comes to the hook
-		t.Fatal(err)
-	}
-	select {
-	case <-held:
-	case <-ctx.Done():
-		t.Fatal("Serve's goroutine never came to the hook")
-	}
-	// Launch 1 may have come after Serve's goroutine was held: this call
-	// waits for the helper to serve both, in up to the delay.
+	hold.untilHeld(ctx, t, cl)
+	// The last launch may have come after Serve's goroutine was held: this
+	// call waits for the helper to serve both, in up to the delay.
 	if err := cl.Call(ctx, &v1.MemInfo{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	for k := uint64(2); k < 5; k++ {
+	for k := uint64(1000); k < 1003; k++ {
 		// Standing in, the helper serves what is there without waiting
 		// again: a request sent at once after an answer may find it still
 		// draining. One sent later waits the delay anew.
@@ -819,21 +828,10 @@ func TestHotHedgeDelay(t *testing.T) {
 // (and stands in) once Serve's goroutine was seen away between two of its
 // looks. (That it parks otherwise is TestHedgeWatchesOnDemand's.)
 func TestHotHedgeOnDemand(t *testing.T) {
-	old := runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 4))
-	defer runtime.GOMAXPROCS(old)
+	atLeastProcs(t, 4)
+	hold := holdPrimary(t)
 	var stalls atomic.Int64
-	var hold, away atomic.Bool
-	held := make(chan struct{}, 1)
-	release := make(chan struct{})
-	defer wire.SetHedgeWatchHook(func(primary bool) {
-		if primary && hold.Load() {
-			select {
-			case held <- struct{}{}:
-			default:
-			}
-			<-release
-		}
-	})()
+	var away atomic.Bool
 	defer wire.SetHedgeStallHook(func() { stalls.Add(1) })()
 	defer wire.SetHedgeLookHook(func() {
 		if away.Load() {
@@ -844,7 +842,6 @@ func TestHotHedgeOnDemand(t *testing.T) {
 	cl, srv := hotPairServer(t, 8<<10, 8<<10, true, func(s *wire.Server) {
 		s.Hedge = func() time.Duration { return spin }
 	})
-	defer close(release)
 	ctx := tctx(t)
 	if err := cl.Call(ctx, &v1.MemInfo{}, nil); err != nil { // hedging starts
 		t.Fatal(err)
@@ -858,20 +855,15 @@ func TestHotHedgeOnDemand(t *testing.T) {
 		}
 	}
 	away.Store(false)
-	hold.Store(true)
-	for k := 0; ; k++ {
-		if err := cl.Send(&v1.Launch{Kernel: uint64(k)}); err != nil {
+	// Several spins later (the wake alone would have the helper watch for
+	// one), still within the second it watches for.
+	for end := time.Now().Add(4 * spin); time.Now().Before(end); {
+		if err := cl.Call(ctx, &v1.MemInfo{}, nil); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case <-held:
-		case <-time.After(time.Millisecond):
-			continue
-		case <-ctx.Done():
-			t.Fatal("Serve's goroutine never came to the hook")
-		}
-		break
+		time.Sleep(spin / 20)
 	}
+	hold.untilHeld(ctx, t, cl)
 	heldCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for i := range 20 {
@@ -893,8 +885,7 @@ func TestHotHedgeOnDemand(t *testing.T) {
 // nor the helper keeps spinning: the helper's watches stop within a spin or
 // two of Serve's goroutine going to wait.
 func TestHotHedgeParksWhenIdle(t *testing.T) {
-	old := runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 4))
-	defer runtime.GOMAXPROCS(old)
+	atLeastProcs(t, 4)
 	var helperWatches atomic.Int64
 	defer wire.SetHedgeWatchHook(func(primary bool) {
 		if !primary {
