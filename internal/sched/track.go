@@ -229,18 +229,12 @@ func (s *Scheduler) afterCompletionsLocked(dones []*Command) {
 // no longer), until it completes or fails. The scheduler's low-class
 // waiters look every period; the driver's low-class fence waits double.
 func PollEvent(ev backend.Event, first, period, maxNap time.Duration) error {
-	for nap := time.Duration(0); ; {
+	for nap, next := first, period; ; nap, next = next, max(min(2*next, maxNap), period) {
 		done, err := ev.Query()
 		if err != nil || done {
 			return err
 		}
-		if nap == 0 {
-			sleep(first)
-			nap = period
-			continue
-		}
 		sleep(nap)
-		nap = max(min(2*nap, maxNap), period)
 	}
 }
 

@@ -298,9 +298,7 @@ func worstStages(rows []map[string]float64) (map[string]int, int) {
 	for _, st := range pathStages {
 		med[st] = at(column(rows, st), 50)
 	}
-	sorted := slices.Clone(rows)
-	slices.SortFunc(sorted, func(a, b map[string]float64) int { return cmp.Compare(a["total"], b["total"]) })
-	slow := sorted[len(sorted)*99/100:]
+	slow := slowest(rows)
 	worst := map[string]int{}
 	for _, r := range slow {
 		w, over := "", 0.0
@@ -329,9 +327,7 @@ const byHelper = "by helper"
 // slowest 1% of requests by total, and how many of them and of the whole
 // group had their launch served by the hedge's helper.
 func printSlowMedians(w io.Writer, g string, rows []map[string]float64) {
-	sorted := slices.Clone(rows)
-	slices.SortFunc(sorted, func(a, b map[string]float64) int { return cmp.Compare(a["total"], b["total"]) })
-	slow := sorted[len(sorted)*99/100:]
+	slow := slowest(rows)
 	if len(slow) == 0 {
 		return
 	}
@@ -357,6 +353,13 @@ func printSlowMedians(w io.Writer, g string, rows []map[string]float64) {
 		fmt.Fprintf(w, "; launch served by the hedge's helper: %d of %d (all: %d of %d)", n, of, all, allOf)
 	}
 	fmt.Fprintln(w)
+}
+
+// slowest returns the slowest 1% of rows by total.
+func slowest(rows []map[string]float64) []map[string]float64 {
+	sorted := slices.Clone(rows)
+	slices.SortFunc(sorted, func(a, b map[string]float64) int { return cmp.Compare(a["total"], b["total"]) })
+	return sorted[len(sorted)*99/100:]
 }
 
 func readTrace(path string) ([]traceRow, error) {
