@@ -157,9 +157,10 @@ watch() {
 	  pkill -QUIT -f "gpuos driver" || true
 	  pkill -QUIT -f "schedbench" || true
 	  sleep 2; kill -QUIT $SERVE 2>/dev/null || true ) &
-	local w=$!
-	wait "$@"
+	local w=$! rc=0
+	wait_each "$@" || rc=$?
 	kill $w 2>/dev/null || true
+	return $rc
 }
 sb() { local tok=$1; shift; GPUOS_TOKEN=$tok "$BIN/schedbench" "$@" --ptx "$PTX" --duration "${RUNDUR:-$DUR}s" --start-at "$START"; }
 gp policy list | tee "$OUT/policies.txt"
