@@ -44,6 +44,7 @@ SMS=${SMS:-132}
 source bench/sched/workloads.sh # PTX, HP, HP_PERIOD_US, BE; checks BIN
 IL=(--phase "${PHASE}ms" --settle "${SETTLE}ms")
 mkdir -p "$OUT"
+echo "host: boot $(tr -d - < /proc/sys/kernel/random/boot_id | cut -c1-8)" # the machine start, as run.sh's report names it
 sed "s/^reserve_sms:.*/reserve_sms: $RESERVE/" bench/sched/sched.yaml > "$OUT/sched.yaml"
 export GPUOS_SOCKET=$OUT/gpuos.sock
 start_in() { START=$(date -d "+$1 seconds" +%s.%N); }

@@ -76,6 +76,14 @@ sed "s/^reserve_sms:.*/reserve_sms: $RESERVE/" bench/sched/sched.yaml > "$OUT/sc
 sed "s/^reserve_sms:.*/reserve_sms: 0/" bench/sched/sched.yaml > "$OUT/sched-whole.yaml"
 echo "results in $OUT; $DUR s measured per run after $WARM s of warm-up"
 
+# Which machine start this is (its boot), so that verdicts can be grouped by
+# host: the lent machines come up fresh, each on a host of its own.
+{
+	echo "boot=$(cat /proc/sys/kernel/random/boot_id 2> /dev/null)"
+	echo "cpu=$(grep -m1 '^model name' /proc/cpuinfo 2> /dev/null | cut -d: -f2- | sed 's/^ *//')"
+	echo "kernel=$(uname -r)"
+} > "$OUT/host.txt"
+
 # hiccups NAME: the host's CPU hiccups for HICCUP seconds, into OUT/NAME.txt.
 hiccups() {
 	[[ $HICCUP == 0 ]] && return

@@ -20,7 +20,7 @@ for i in $(seq 1 "$N"); do
 	rm -rf "$dir"
 	OUT=$dir RESERVE=${RESERVE:-8} DUR=${DUR:-6} ILDUR=${ILDUR:-60} timeout 290 bash bench/sched/run.sh > "$OUT/run-$i.txt" 2>&1
 	echo "== verdict $i of $N: run.sh rc=$?"
-	grep -E "interleaved|ratio|P99|control|throughput|host \(|steal|PASS|FAIL" "$dir/report.txt" 2>/dev/null | grep -v "^ *fair\|^ *band"
+	grep -E "interleaved|ratio|P99|control|throughput|host \(|host:|steal|PASS|FAIL" "$dir/report.txt" 2>/dev/null | grep -v "^ *fair\|^ *band"
 	cp "$dir/report.txt" "$OUT/report-$i.txt" 2>/dev/null
 	(cd "$dir" 2>/dev/null && tar czf "$OUT/verdict-$i.tgz" --exclude='*.trace*' --exclude='*.csv' --exclude='latency.log*' . 2>/dev/null)
 done

@@ -245,6 +245,9 @@ func report(dir string, w io.Writer) error {
 			}
 		}
 	}
+	if h, ok := loadHost(dir); ok {
+		fmt.Fprintf(w, "host: boot %s (%s, kernel %s)\n", h["boot"], h["cpu"], h["kernel"])
+	}
 	for _, name := range []string{"hiccup-before", "hiccup-after"} {
 		if h, ok := loadHiccups(dir, name); ok {
 			fmt.Fprintf(w, "host (%s): %d gaps over 1 ms in %g s on %d CPUs, %.1f ms lost (%.2f%% of their time), the longest %.0f us\n",
@@ -287,6 +290,28 @@ func loadHiccups(dir, name string) (hiccups, bool) {
 		}
 	}
 	return h, ok
+}
+
+// loadHost reads DIR/host.txt, run.sh's key=value lines on the machine it
+// ran on; ok only if it names the boot (the first 8 of its boot_id's digits
+// are kept: enough to tell machine starts apart).
+func loadHost(dir string) (h map[string]string, ok bool) {
+	b, err := os.ReadFile(filepath.Join(dir, "host.txt"))
+	if err != nil {
+		return nil, false
+	}
+	h = map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, found := strings.Cut(line, "="); found {
+			h[k] = strings.TrimSpace(v)
+		}
+	}
+	boot := strings.ReplaceAll(h["boot"], "-", "")
+	if len(boot) < 8 {
+		return nil, false
+	}
+	h["boot"] = boot[:8]
+	return h, true
 }
 
 // cpuMarks are run.sh's cpumark lines: /proc/stat's cpu counters by name.

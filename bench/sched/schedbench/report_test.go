@@ -190,6 +190,36 @@ func TestReportHiccups(t *testing.T) {
 	}
 }
 
+// TestReportHost: the report names the machine start it ran on (run.sh's
+// host.txt), and says nothing of one whose file names no boot.
+func TestReportHost(t *testing.T) {
+	for _, tt := range []struct {
+		name, file, want string
+	}{
+		{"whole", "boot=3f2a91c0-77d1-4c2e-9a0b-0c1d2e3f4a5b\ncpu=Intel(R) Xeon(R) Platinum 8480+\nkernel=6.1.0\n",
+			"host: boot 3f2a91c0 (Intel(R) Xeon(R) Platinum 8480+, kernel 6.1.0)"},
+		{"no boot", "boot=\ncpu=x\nkernel=6.1.0\n", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "host.txt"), []byte(tt.file), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			report(dir, &out)
+			got := ""
+			for _, line := range strings.Split(out.String(), "\n") {
+				if strings.HasPrefix(line, "host: ") {
+					got = line
+				}
+			}
+			if got != tt.want {
+				t.Errorf("host line: have %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 // The report counts each stack's slow episodes in the interleaved scenario's
 // alone and loaded phases, and the hypervisor's steal during each stack's
 // interleaved scenario (run.sh's cpumark lines).
