@@ -152,7 +152,15 @@ serve() {
 	done
 	echo "gpuos serve did not answer:"; cat "$log"; exit 1
 }
-unserve() { kill $SERVE 2>/dev/null || true; wait $SERVE 2>/dev/null || true; SERVE=; }
+# unserve stops the daemon, and says so in its log: who stopped it (which
+# shell, called from where) is then on record next to its own last lines
+# (verdict 26-3's daemon was stopped by a signal whose sender was not found).
+unserve() {
+	[[ -n $SERVE ]] && echo "run.sh: stopping the daemon (pid $SERVE) from shell $BASHPID (the script's: $$), called from ${FUNCNAME[1]:-the top} at line ${BASH_LINENO[0]}" >> "$OUT/serve.log"
+	kill $SERVE 2>/dev/null || true
+	wait $SERVE 2>/dev/null || true
+	SERVE=
+}
 trap 'unserve' EXIT
 serve
 gp() { GPUOS_TOKEN=hp "$BIN/gpuos" "$@"; }

@@ -14,12 +14,12 @@ BE=(--blocks $((SMS * 16 * 20)) --threads 128 --ns 50000 --depth 4)
 SHARES=(--blocks $((SMS * 2)) --threads 1024 --ns-short 200000 --ns-long 2000000 --depth 4)
 
 # wait_each PID...: waits for each process and returns the first non-zero
-# status. bash 5.2 can lose a finished background job's record while it
-# waits for another ("wait_for: No record of process N", status 127); under
-# set -e that ended run.sh and, through its EXIT trap, stopped the daemon
-# in the middle of a verdict (sessions 25 and 26). A process that is gone
-# with its record lost is taken as finished: its results are judged from
-# its output, as every client's are.
+# status. bash 5.2 lost the record of a scenario's client once ("wait_for:
+# No record of process N", status 127), in the second its daemon was stopped
+# mid-verdict (bench/RESULTS.md, session 26); under set -e a wait that
+# fails so ends the script. A process that is gone with its record lost is
+# taken as finished: its results are judged from its output, as every
+# client's are.
 wait_each() {
 	local p rc
 	for p in "$@"; do
