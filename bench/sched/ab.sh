@@ -78,7 +78,7 @@ one() { # NAME ENV CLIENT_ENV WITH BE_ARGS WRAP BE_WRAP
 	CLIENT_WRAP=
 	# shellcheck disable=SC2086 # HP_ARGS is a list of arguments
 	sb hp hp "${HP[@]}" ${HP_ARGS:-} --period "${HP_PERIOD_US}us" "${IL[@]}" --label interleaved --trace "$o/gpuos-hp-interleaved.trace.csv" > "$o/gpuos-hp-interleaved.json" 2> "$o/hp.err"
-	wait_each $b1 $b2
+	wait $b1 $b2
 	GPUOS_TOKEN=hp "$BIN/gpuos" policy tenants > "$o/tenants.txt" 2>&1 || true
 	kill $daemon; wait $daemon 2> /dev/null || true
 	[[ -n $sampler ]] && kill "$sampler"

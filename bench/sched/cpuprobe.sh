@@ -76,7 +76,7 @@ for round in $(seq 1 "$ROUNDS"); do
 		sb be2 be "${BE[@]}" --label il > "$OUT/be2-$n.json" 2> "$OUT/be2-$n.err" & b2=$!
 		client_env=("${hp_env[@]}")
 		sb hp hp "${HP[@]}" --period "${HP_PERIOD_US}us" --label interleaved > "$OUT/hp-$n.json" 2> "$OUT/hp-$n.err"
-		wait_each $b1 $b2
+		wait $b1 $b2
 		kill $sampler $daemon; wait $daemon 2> /dev/null || true
 		echo "[$cfg] round $round: $(summary "$OUT/hp-$n.json" "$OUT/be1-$n.json" "$OUT/be2-$n.json")"
 		"$BIN/schedbench" ratio "$OUT/hp-$n.json" | sed 's/^.*: P99/    P99/'
@@ -90,7 +90,7 @@ nat() { timeout $((SPAN + 60)) "$OUT/native" "$@" --duration-s "$SPAN" --start-a
 nat be "${BE[@]}" --label il > "$OUT/native-be1.json" & b1=$!
 nat be "${BE[@]}" --label il > "$OUT/native-be2.json" & b2=$!
 nat hp "${HP[@]}" --period-us "$HP_PERIOD_US" --label interleaved > "$OUT/native-hp.json"
-wait_each $b1 $b2
+wait $b1 $b2
 kill $sampler
 echo "[native]: $(summary "$OUT/native-hp.json")"
 phases "$OUT/cpu-native.jsonl"

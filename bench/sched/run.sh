@@ -152,10 +152,13 @@ serve() {
 	done
 	echo "gpuos serve did not answer:"; cat "$log"; exit 1
 }
-# unserve stops the daemon, and says so in its log: who stopped it (which
-# shell, called from where) is then on record next to its own last lines
-# (verdict 26-3's daemon was stopped by a signal whose sender was not found).
+# unserve stops the daemon, and says so in its log. Only the script's own
+# shell does: a subshell killed right after its fork (watch's watchdog, when
+# the scenario's processes had already ended) still has this EXIT trap and
+# runs it, which stopped the daemon in the middle of verdicts 25-1 and 26-3
+# (bench/RESULTS.md, session 26).
 unserve() {
+	[[ $BASHPID == "$$" ]] || return 0
 	[[ -n $SERVE ]] && echo "run.sh: stopping the daemon (pid $SERVE) from shell $BASHPID (the script's: $$), called from ${FUNCNAME[1]:-the top} at line ${BASH_LINENO[0]}" >> "$OUT/serve.log"
 	kill $SERVE 2>/dev/null || true
 	wait $SERVE 2>/dev/null || true
@@ -173,10 +176,9 @@ watch() {
 	  pkill -QUIT -f "gpuos driver" || true
 	  pkill -QUIT -f "schedbench" || true
 	  sleep 2; kill -QUIT $SERVE 2>/dev/null || true ) &
-	local w=$! rc=0
-	wait_each "$@" || rc=$?
+	local w=$!
+	wait "$@"
 	kill $w 2>/dev/null || true
-	return $rc
 }
 sb() { local tok=$1; shift; GPUOS_TOKEN=$tok "$BIN/schedbench" "$@" --ptx "$PTX" --duration "${RUNDUR:-$DUR}s" --start-at "$START"; }
 gp policy list | tee "$OUT/policies.txt"

@@ -13,26 +13,6 @@ BE=(--blocks $((SMS * 16 * 20)) --threads 128 --ns 50000 --depth 4)
 # wave spinning 200 us (tenant a) or 2 ms (tenant b).
 SHARES=(--blocks $((SMS * 2)) --threads 1024 --ns-short 200000 --ns-long 2000000 --depth 4)
 
-# wait_each PID...: waits for each process and returns the first non-zero
-# status. bash 5.2 lost the record of a scenario's client once ("wait_for:
-# No record of process N", status 127), in the second its daemon was stopped
-# mid-verdict (bench/RESULTS.md, session 26); under set -e a wait that
-# fails so ends the script. A process that is gone with its record lost is
-# taken as finished: its results are judged from its output, as every
-# client's are.
-wait_each() {
-	local p rc
-	for p in "$@"; do
-		rc=0
-		wait "$p" 2> /dev/null || rc=$?
-		if ((rc == 127)) && ! kill -0 "$p" 2> /dev/null; then
-			echo "wait_each: the shell lost process $p's exit status; taken as finished" >&2
-			rc=0
-		fi
-		((rc == 0)) || return $rc
-	done
-}
-
 for f in "$BIN/gpuos" "$BIN/schedbench"; do
 	if [[ ! -x $f ]]; then
 		echo "missing $f: where Go is, run bench/sched/build.sh and carry .carry/bench-sched/ here" >&2
