@@ -159,7 +159,7 @@ serve() {
 # (bench/RESULTS.md, session 26).
 unserve() {
 	[[ $BASHPID == "$$" ]] || return 0
-	[[ -n $SERVE ]] && echo "run.sh: stopping the daemon (pid $SERVE) from shell $BASHPID (the script's: $$), called from ${FUNCNAME[1]:-the top} at line ${BASH_LINENO[0]}" >> "$OUT/serve.log"
+	[[ -n $SERVE ]] && echo "run.sh: stopping the daemon (pid $SERVE), called from ${FUNCNAME[1]:-the top} at line ${BASH_LINENO[0]}" >> "$OUT/serve.log"
 	kill $SERVE 2>/dev/null || true
 	wait $SERVE 2>/dev/null || true
 	SERVE=
