@@ -112,18 +112,19 @@ func stages(dir, label string, phase, settle time.Duration, w io.Writer) error {
 		fmt.Fprintln(w)
 	}
 	for _, g := range order {
-		worst, n := worstStages(groups[g])
-		if n == 0 {
+		slow := slowest(groups[g])
+		if len(slow) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "  %s, slowest 1%% (%d): the stage most over its median:", g, n)
+		worst := worstStages(groups[g], slow)
+		fmt.Fprintf(w, "  %s, slowest 1%% (%d): the stage most over its median:", g, len(slow))
 		for _, st := range pathStages {
 			if worst[st] > 0 {
 				fmt.Fprintf(w, " %s %d", st, worst[st])
 			}
 		}
 		fmt.Fprintln(w)
-		printSlowMedians(w, g, groups[g])
+		printSlowMedians(w, g, groups[g], slow)
 	}
 	printEpisodes(w, groups, order)
 	printSecondStart(w, tr)
@@ -288,17 +289,13 @@ func column(rows []map[string]float64, stage string) []float64 {
 // at is the pct-th percentile of sorted xs (nearest rank below).
 func at(xs []float64, pct int) float64 { return xs[len(xs)*pct/100] }
 
-// worstStages counts, over the slowest 1% of rows by total, the path stage
-// that most exceeded its median.
-func worstStages(rows []map[string]float64) (map[string]int, int) {
-	if len(rows) == 0 {
-		return nil, 0
-	}
+// worstStages counts, over slow (the slowest 1% of rows by total), the path
+// stage that most exceeded its median over rows.
+func worstStages(rows, slow []map[string]float64) map[string]int {
 	med := map[string]float64{}
 	for _, st := range pathStages {
 		med[st] = at(column(rows, st), 50)
 	}
-	slow := slowest(rows)
 	worst := map[string]int{}
 	for _, r := range slow {
 		w, over := "", 0.0
@@ -309,7 +306,7 @@ func worstStages(rows []map[string]float64) (map[string]int, int) {
 		}
 		worst[w]++
 	}
-	return worst, len(slow)
+	return worst
 }
 
 // slowStages are the stages whose medians over the slowest 1% say which
@@ -323,14 +320,10 @@ var slowStages = []string{"L->R", "L->Y", "Y->SR", "R->I0", "I0->I1", "GE->SS", 
 // lack it.
 const byHelper = "by helper"
 
-// printSlowMedians prints the median of each of slowStages over a group's
-// slowest 1% of requests by total, and how many of them and of the whole
-// group had their launch served by the hedge's helper.
-func printSlowMedians(w io.Writer, g string, rows []map[string]float64) {
-	slow := slowest(rows)
-	if len(slow) == 0 {
-		return
-	}
+// printSlowMedians prints the median of each of slowStages over slow, a
+// group's slowest 1% of rows by total, and how many of them and of the
+// whole group had their launch served by the hedge's helper.
+func printSlowMedians(w io.Writer, g string, rows, slow []map[string]float64) {
 	fmt.Fprintf(w, "  %s, slowest 1%%, median stage (us):", g)
 	for _, st := range slowStages {
 		if xs := column(slow, st); len(xs) > 0 {
