@@ -72,9 +72,9 @@ type Server struct {
 	// goroutine that watches the submission ring beside Serve's own and
 	// serves a request that has waited unread for a few µs while Serve's
 	// goroutine was neither reading nor serving (one at a time, in order:
-	// they pass the serving state between them). While it watches, it
-	// watches for d after the latest request before it parks; it watches
-	// on demand (HedgeAlways). On a virtual machine whose CPUs the
+	// they pass the serving state between them). It watches for d after
+	// the latest request before it parks, and only on demand unless
+	// HedgeAlways is set. On a virtual machine whose CPUs the
 	// hypervisor takes away now and then (for up to milliseconds, unseen by
 	// the guest), a request then waits long only if both are away. It costs
 	// a second polling CPU while it watches; for latency-critical sessions.
