@@ -20,7 +20,8 @@
 # workloads.sh's BE (e.g. longer kernels, fewer per second); A_WRAP and
 # B_WRAP, a command the arm's daemon runs under (e.g. "taskset -c 0-3", to
 # keep its threads on a few CPUs; it must exec the daemon); A_BE_WRAP and
-# B_BE_WRAP, one the arm's best-effort clients run under. Built as
+# B_BE_WRAP, one the arm's best-effort clients run under; A_HP_WRAP and
+# B_HP_WRAP, one the service runs under. Built as
 # for run.sh (bench/sched/build.sh, into .carry/bench-sched/). Environment:
 #   OUT=DIR     results, a directory per run (default /tmp/gpuos-sched-ab)
 #   ROUNDS=N    default 3;  DUR=S default 6;  PHASE=MS default 500;
@@ -51,8 +52,8 @@ start_in() { START=$(date -d "+$1 seconds" +%s.%N); }
 # shellcheck disable=SC2086 # CLIENT_ENV is a list of assignments
 sb() { local tok=$1; shift; env $CLIENT_ENV GPUOS_TOKEN="$tok" $CLIENT_WRAP timeout $((4 * DUR + 60)) "$BIN/schedbench" "$@" --ptx "$PTX" --duration "$((2 * DUR))s" --start-at "$START"; }
 
-one() { # NAME ENV CLIENT_ENV WITH BE_ARGS WRAP BE_WRAP
-	local name=$1 env=$2 o=$OUT/$1 with=$4 wrap=$6 be_wrap=$7 beside=
+one() { # NAME ENV CLIENT_ENV WITH BE_ARGS WRAP BE_WRAP HP_WRAP
+	local name=$1 env=$2 o=$OUT/$1 with=$4 wrap=$6 be_wrap=$7 hp_wrap=$8 beside=
 	local be=("${BE[@]}")
 	# shellcheck disable=SC2206 # BE_ARGS is a list of arguments
 	if [[ -n $5 ]]; then be=($5); fi
@@ -75,9 +76,10 @@ one() { # NAME ENV CLIENT_ENV WITH BE_ARGS WRAP BE_WRAP
 	CLIENT_WRAP=$be_wrap
 	sb be1 be "${be[@]}" "${IL[@]}" --label il > "$o/be1.json" 2> "$o/be1.err" & local b1=$!
 	sb be2 be "${be[@]}" "${IL[@]}" --label il > "$o/be2.json" 2> "$o/be2.err" & local b2=$!
-	CLIENT_WRAP=
+	CLIENT_WRAP=$hp_wrap
 	# shellcheck disable=SC2086 # HP_ARGS is a list of arguments
 	sb hp hp "${HP[@]}" ${HP_ARGS:-} --period "${HP_PERIOD_US}us" "${IL[@]}" --label interleaved --trace "$o/gpuos-hp-interleaved.trace.csv" > "$o/gpuos-hp-interleaved.json" 2> "$o/hp.err"
+	CLIENT_WRAP=
 	wait $b1 $b2
 	GPUOS_TOKEN=hp "$BIN/gpuos" policy tenants > "$o/tenants.txt" 2>&1 || true
 	kill $daemon; wait $daemon 2> /dev/null || true
@@ -100,14 +102,14 @@ PY
 
 ARMS=${ARMS:-AB}
 # arm I sets x, the I-th arm's letter, and the names of its variables.
-arm() { x=${ARMS:$1:1}; clients=${x}_CLIENTS with=${x}_WITH be=${x}_BE wrap=${x}_WRAP be_wrap=${x}_BE_WRAP; }
+arm() { x=${ARMS:$1:1}; clients=${x}_CLIENTS with=${x}_WITH be=${x}_BE wrap=${x}_WRAP be_wrap=${x}_BE_WRAP hp_wrap=${x}_HP_WRAP; }
 for ((i = 0; i < ${#ARMS}; i++)); do
 	arm "$i"
-	echo "$x: ${!x:-X=1} (clients: ${!clients:-X=1}${!with:+; beside: ${!with}}${!be:+; best effort: ${!be}}${!wrap:+; daemon under: ${!wrap}}${!be_wrap:+; best effort under: ${!be_wrap}})"
+	echo "$x: ${!x:-X=1} (clients: ${!clients:-X=1}${!with:+; beside: ${!with}}${!be:+; best effort: ${!be}}${!wrap:+; daemon under: ${!wrap}}${!be_wrap:+; best effort under: ${!be_wrap}}${!hp_wrap:+; service under: ${!hp_wrap}})"
 done
 for r in $(seq 1 "$ROUNDS"); do
 	for ((i = 0; i < ${#ARMS}; i++)); do
 		arm "$i"
-		one "$x-$r" "${!x:-X=1}" "${!clients:-X=1}" "${!with:-}" "${!be:-}" "${!wrap:-}" "${!be_wrap:-}"
+		one "$x-$r" "${!x:-X=1}" "${!clients:-X=1}" "${!with:-}" "${!be:-}" "${!wrap:-}" "${!be_wrap:-}" "${!hp_wrap:-}"
 	done
 done

@@ -62,12 +62,16 @@ def find(programs):
 
 
 def threads(pid):
-    """Summed over a process's threads: [ran ns, waited ns, voluntary, involuntary switches, threads]."""
-    acc = [0, 0, 0, 0, 0]
+    """Summed over a process's threads: [ran ns, waited ns, voluntary, involuntary switches, threads,
+    {tid: [ran ns, the CPU it last ran on]}]."""
+    acc = [0, 0, 0, 0, 0, {}]
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
                 ran, waited, _ = f.read().split()
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                # fields after the command's closing parenthesis; "processor" is field 39
+                cpu = int(f.read().rsplit(")", 1)[1].split()[36])
             with open(f"/proc/{pid}/task/{tid}/status") as f:
                 for line in f:
                     if line.startswith("voluntary_ctxt_switches"):
@@ -79,6 +83,7 @@ def threads(pid):
         acc[0] += int(ran)
         acc[1] += int(waited)
         acc[4] += 1
+        acc[5][tid] = [int(ran), cpu]
     return acc
 
 
@@ -96,7 +101,7 @@ def sample(out, period, programs=()):
                         fields = line.split()
                         # user nice system idle iowait irq softirq steal
                         cpu[fields[0]] = [int(x) for x in fields[1:9]]
-            irq = {}
+            irq, dev = {}, {}
             with open("/proc/interrupts") as fh:
                 ncpu = len(fh.readline().split())
                 for line in fh:
@@ -112,13 +117,18 @@ def sample(out, period, programs=()):
                     if name.isdigit():  # a device line: name it by its description
                         name += ":" + " ".join(fields[1 + len(counts):])[-24:]
                     irq[name] = sum(counts)
+                    if fields[0].rstrip(":").isdigit():  # device interrupts, per CPU
+                        for n, c in enumerate(counts):
+                            dev[n] = dev.get(n, 0) + c
             per = {}
             for pid, name in procs.items():
                 try:
                     per[f"{name} [{pid}]"] = threads(pid)
                 except OSError:
                     pass
-            per_cpu = {k[3:]: [sum(v) - v[3] - v[4], v[7]] for k, v in cpu.items() if k != "cpu"}  # busy, steal
+            # busy, steal, in interrupts (hard and soft), device interrupts taken
+            per_cpu = {k[3:]: [sum(v) - v[3] - v[4], v[7], v[5] + v[6], dev.get(int(k[3:]), 0)]
+                       for k, v in cpu.items() if k != "cpu"}
             f.write(json.dumps({"t": t, "cpu": cpu["cpu"], "cpus": per_cpu, "irq": irq, "procs": per}) + "\n")
             f.flush()
             time.sleep(max(0.0, period - (time.time() - t)))
@@ -142,6 +152,9 @@ def rates(pairs):
             if u is not None:
                 acc[f"cpu {n}\0busy"] += (v[0] - u[0]) / 100.0
                 acc[f"cpu {n}\0steal"] += (v[1] - u[1]) / 100.0
+                if len(v) >= 4 and len(u) >= 4:
+                    acc[f"cpu {n}\0irq"] += (v[2] - u[2]) / 100.0
+                    acc[f"cpu {n}\0dev"] += v[3] - u[3]
         for name, n in b["irq"].items():
             if name in a["irq"]:
                 acc["irq " + name] += n - a["irq"][name]
@@ -151,6 +164,10 @@ def rates(pairs):
                 continue
             for i, key in enumerate(("ran", "waited", "slept", "preempted")):
                 acc[f"proc {name}\0{key}"] += max(0, v[i] - u[i])  # a thread that exits takes its counts
+            if len(v) > 5 and len(u) > 5:  # where it ran: each thread's time since the last sample, on its CPU now
+                for tid, (ran, cpu) in v[5].items():
+                    if tid in u[5]:
+                        acc[f"on {name}\0{cpu}"] += max(0, ran - u[5][tid][0])
     return seconds, acc
 
 
@@ -162,11 +179,19 @@ def line(label, seconds, acc):
     if cpus:  # per CPU, busy and steal in ms per second: where the host's steal fell
         ms = {(n, key): acc[f"cpu {n}\0{key}"] / s * 1000 for n in cpus for key in ("busy", "steal")}
         out += "\n  per CPU busy/steal ms/s: " + " ".join(f"{n}:{ms[n, 'busy']:.0f}/{ms[n, 'steal']:.1f}" for n in cpus)
+        irq = {n: (acc[f"cpu {n}\0irq"] / s * 1000, acc[f"cpu {n}\0dev"] / s) for n in cpus}
+        if any(f"cpu {n}\0irq" in acc for n in cpus):
+            out += "\n  per CPU in interrupts ms/s, device interrupts/s: " + " ".join(
+                f"{n}:{ms_in:.0f}/{dev:.0f}" for n, (ms_in, dev) in irq.items())
     names = sorted({k[5:].split("\0")[0] for k in acc if k.startswith("proc ")})
     for name in names:
         v = {key: acc[f"proc {name}\0{key}"] / s for key in ("ran", "waited", "slept", "preempted")}
         out += (f"\n  {name:40s} CPU {v['ran'] / 1e9:5.3f}  waited for one {v['waited'] / 1e6:6.2f} ms/s"
                 f"  slept {v['slept']:6.0f}/s  preempted {v['preempted']:5.0f}/s")
+        on = {int(k.split("\0")[1]): acc[k] for k in acc if k.startswith(f"on {name}\0")}
+        if sum(on.values()) > 0:  # the CPUs it ran on most, in ms/s
+            top = sorted(on.items(), key=lambda kv: -kv[1])[:4]
+            out += "  on CPUs " + " ".join(f"{c}:{ns / s / 1e6:.0f}" for c, ns in top)
     return out
 
 
