@@ -67,7 +67,7 @@
 // or the words are not reached within the fence poll. What the page does
 // not cover, the driver waits for itself. The client asks only with
 // $GPUOS_SYNC_CLIENT=1 (off: on the H100 it lowered the P50, not the P99 under
-// load, bench/RESULTS.md session 17); the driver refuses
+// load, bench/RESULTS.md sessions 17 and 27); the driver refuses
 // with $GPUOS_SYNC_CLIENT=0.
 //
 // Environment, for measuring on a GPU (all optional; the defaults are what
