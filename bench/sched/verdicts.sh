@@ -6,6 +6,9 @@
 #
 #   N=2 bash bench/sched/verdicts.sh              (on the GPU machine)
 #   N=2 GPUOS_SYNC_CLIENT=1 bash bench/sched/verdicts.sh   (the service on its completion page)
+#   N=1 ILDUR=180 bash bench/sched/verdicts.sh    (one verdict of 180 phase pairs, about 455 s:
+#                                                 a narrower interval where the host's slow
+#                                                 episodes set the service's P99)
 #
 # Built as for run.sh (bench/sched/build.sh; carry .carry/bench-sched).
 # The environment reaches run.sh and, through it, the daemon and the clients
@@ -13,12 +16,14 @@
 set -u
 cd "$(dirname "$0")/../.."
 N=${N:-2}
+ILDUR=${ILDUR:-60}
 OUT=${OUT:-/tmp/gpuos-verdicts}
 mkdir -p "$OUT"
 for i in $(seq 1 "$N"); do
 	dir=/tmp/gpuos-verdict-$i
 	rm -rf "$dir"
-	OUT=$dir RESERVE=${RESERVE:-8} DUR=${DUR:-6} ILDUR=${ILDUR:-60} timeout 290 bash bench/sched/run.sh > "$OUT/run-$i.txt" 2>&1
+	# run.sh takes about 95 s besides its two interleaved scenarios (gpuos's and native's)
+	OUT=$dir RESERVE=${RESERVE:-8} DUR=${DUR:-6} ILDUR=$ILDUR timeout $((170 + 2 * ILDUR)) bash bench/sched/run.sh > "$OUT/run-$i.txt" 2>&1
 	echo "== verdict $i of $N: run.sh rc=$?"
 	grep -E "interleaved|ratio|P99|control|throughput|host \(|host:|steal|PASS|FAIL" "$dir/report.txt" 2>/dev/null | grep -v "^ *fair\|^ *band"
 	cp "$dir/report.txt" "$OUT/report-$i.txt" 2>/dev/null
