@@ -28,9 +28,7 @@ func episodeLimit(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return episodeFactor * at(s, 50)
+	return episodeFactor * median(xs)
 }
 
 // slowRuns returns the episodes of xs (latencies in the order they were
@@ -63,6 +61,9 @@ type phaseEpisodes struct {
 	alone, loaded         int // episodes
 	aloneReqs, loadedReqs int // requests in them
 	aloneAll, loadedAll   int // requests
+	// the alone phases' requests from each episode's first to its last, and
+	// the others: how much slower the host made this stack's requests
+	aloneIn, aloneOut []float64
 }
 
 func countPhaseEpisodes(phases [][]float64) phaseEpisodes {
@@ -74,12 +75,21 @@ func countPhaseEpisodes(phases [][]float64) phaseEpisodes {
 	var c phaseEpisodes
 	for k, p := range phases {
 		n, reqs := 0, 0
-		for _, e := range slowRuns(p, limit) {
+		eps := slowRuns(p, limit)
+		for _, e := range eps {
 			n++
 			reqs += len(e)
 		}
 		if k%2 == 0 {
 			c.alone, c.aloneReqs, c.aloneAll = c.alone+n, c.aloneReqs+reqs, c.aloneAll+len(p)
+			from := 0
+			for _, e := range eps {
+				first, last := e[0], e[len(e)-1]
+				c.aloneOut = append(c.aloneOut, p[from:first]...)
+				c.aloneIn = append(c.aloneIn, p[first:last+1]...)
+				from = last + 1
+			}
+			c.aloneOut = append(c.aloneOut, p[from:]...)
 		} else {
 			c.loaded, c.loadedReqs, c.loadedAll = c.loaded+n, c.loadedReqs+reqs, c.loadedAll+len(p)
 		}
@@ -101,4 +111,18 @@ func printPhaseEpisodes(w io.Writer, stack string, phases [][]float64) {
 	}
 	fmt.Fprintf(w, "%s, interleaved: slow episodes (%d+ requests in a row over %.0fx the median) in the alone phases %d (%.1f%% of their requests), in the loaded phases %d (%.1f%%)\n",
 		stack, episodeMin, episodeFactor, c.alone, pct(c.aloneReqs, c.aloneAll), c.loaded, pct(c.loadedReqs, c.loadedAll))
+	if len(c.aloneIn) > 0 && len(c.aloneOut) > 0 {
+		// Where the host slows every stage alike, a stack whose request
+		// does more on the CPUs is slowed by more µs: compare the stacks.
+		in, out := median(c.aloneIn), median(c.aloneOut)
+		fmt.Fprintf(w, "%s, interleaved: in the alone phases' episodes the median request took %.1f us, outside them %.1f us (%.1fx)\n",
+			stack, in, out, in/out)
+	}
+}
+
+// median is the median of xs (not empty).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return at(s, 50)
 }

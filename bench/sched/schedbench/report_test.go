@@ -221,8 +221,9 @@ func TestReportHost(t *testing.T) {
 }
 
 // The report counts each stack's slow episodes in the interleaved scenario's
-// alone and loaded phases, and the hypervisor's steal during each stack's
-// interleaved scenario (run.sh's cpumark lines).
+// alone and loaded phases, compares the median request inside the alone
+// phases' episodes with the one outside, and gives the hypervisor's steal
+// during each stack's interleaved scenario (run.sh's cpumark lines).
 func TestReportEpisodesAndSteal(t *testing.T) {
 	phase := func(slowFrom, slowN int) []float64 {
 		p := make([]float64, 100)
@@ -255,11 +256,16 @@ func TestReportEpisodesAndSteal(t *testing.T) {
 	for _, want := range []string{
 		"gpuos, interleaved: slow episodes (8+ requests in a row over 2x the median) in the alone phases 1 (5.0% of their requests), in the loaded phases 2 (10.5%)",
 		"native, interleaved: slow episodes (8+ requests in a row over 2x the median) in the alone phases 0 (0.0% of their requests), in the loaded phases 0 (0.0%)",
+		// the alone phases' episode is 10 requests of 200 us; the 190 others (7 of them 200 us) take 40
+		"gpuos, interleaved: in the alone phases' episodes the median request took 200.0 us, outside them 40.0 us (5.0x)",
 		"host steal during gpuos's interleaved scenario: 4.00% of the CPUs' time (busy 15.0%)",
 		"host steal during native's interleaved scenario: 0.10% of the CPUs' time (busy 1.5%)",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
+	}
+	if strings.Contains(out.String(), "native, interleaved: in the alone phases' episodes") {
+		t.Errorf("report compares native's requests in and out of episodes it did not have:\n%s", out.String())
 	}
 }
