@@ -61,8 +61,8 @@ type phaseEpisodes struct {
 	alone, loaded         int // episodes
 	aloneReqs, loadedReqs int // requests in them
 	aloneAll, loadedAll   int // requests
-	// the alone phases' requests from each episode's first to its last, and
-	// the others: how much slower the host made this stack's requests
+	// the alone phases' requests in episodes and the others (as stages
+	// parts them): how much slower the host made this stack's requests
 	aloneIn, aloneOut []float64
 }
 
@@ -82,14 +82,19 @@ func countPhaseEpisodes(phases [][]float64) phaseEpisodes {
 		}
 		if k%2 == 0 {
 			c.alone, c.aloneReqs, c.aloneAll = c.alone+n, c.aloneReqs+reqs, c.aloneAll+len(p)
-			from := 0
+			in := map[int]bool{}
 			for _, e := range eps {
-				first, last := e[0], e[len(e)-1]
-				c.aloneOut = append(c.aloneOut, p[from:first]...)
-				c.aloneIn = append(c.aloneIn, p[first:last+1]...)
-				from = last + 1
+				for _, i := range e {
+					in[i] = true
+				}
 			}
-			c.aloneOut = append(c.aloneOut, p[from:]...)
+			for i, x := range p {
+				if in[i] {
+					c.aloneIn = append(c.aloneIn, x)
+				} else {
+					c.aloneOut = append(c.aloneOut, x)
+				}
+			}
 		} else {
 			c.loaded, c.loadedReqs, c.loadedAll = c.loaded+n, c.loadedReqs+reqs, c.loadedAll+len(p)
 		}
