@@ -50,14 +50,15 @@ type hedgeable interface {
 // goroutine serves what comes; the helper only what has waited unread for
 // delay while no one held the turn.
 type hedge struct {
-	st     *serving
-	hc     hedgeable
-	spin   time.Duration
-	delay  time.Duration
-	always bool          // the helper watches whenever requests come, not on demand
-	look   func() bool   // Serve's goroutine's quit while it watches: ended, or primaryLook on demand
-	turn   sync.Mutex    // held by the goroutine serving
-	wake   chan struct{} // the parked helper watches again
+	st         *serving
+	hc         hedgeable
+	spin       time.Duration
+	delay      time.Duration
+	always     bool          // the helper watches whenever requests come, not on demand
+	look       func() bool   // Serve's goroutine's quit while it watches: ended, or primaryLook on demand
+	helperQuit func() bool   // the helper's quit: h.ended bound once (a method value made per Watch allocates)
+	turn       sync.Mutex    // held by the goroutine serving
+	wake       chan struct{} // the parked helper watches again
 	// waiting is set while Serve's goroutine waits for a request in the
 	// transport's own way (after a spin with nothing), holding the turn:
 	// the helper parks only then. While requests keep coming it keeps
@@ -81,9 +82,10 @@ func startHedge(st *serving, hc hedgeable, spin, delay time.Duration, always boo
 		delay = DefaultHedgeDelay
 	}
 	h := &hedge{st: st, hc: hc, spin: spin, delay: delay, always: always, wake: make(chan struct{}, 1), quit: make(chan struct{})}
+	h.helperQuit = h.ended
 	h.look = h.primaryLook
 	if always { // nothing to wake the helper for
-		h.look = h.ended
+		h.look = h.helperQuit
 	}
 	h.wg.Add(1)
 	go h.help()
@@ -164,7 +166,7 @@ func (h *hedge) help() {
 		if f := hedgeWatchHook.Load(); f != nil {
 			(*f)(false)
 		}
-		if h.hc.Watch(h.spin, h.delay, h.ended) {
+		if h.hc.Watch(h.spin, h.delay, h.helperQuit) {
 			// Serve's goroutine is away: neither serving (holding the
 			// turn) nor reading.
 			if h.turn.TryLock() {
