@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Lines up slowprobe.c's per-millisecond times with a service's trace.
 
-    python3 bench/hiccup/slowprobe_join.py PROBE.csv TRACE.csv
+    python3 bench/hiccup/slowprobe_join.py PROBE.csv TRACE.csv [PHASE_MS]
 
 TRACE is schedbench hp --trace's CSV (launch_ns,synced_ns,...). A request is
 slow when it took over twice the median; for the requests slow and not, it
@@ -9,7 +9,11 @@ prints each probe kind's median time (the fastest of the millisecond the
 request was launched in, and the millisecond's median), and how much slower
 the slow requests' milliseconds were. Then, the other way round: of the
 milliseconds where the probe's alu work was over 1.5x its usual fastest, how
-many service requests fell in them and how slow they were.
+many service requests fell in them and how slow they were. With PHASE_MS
+(an interleaved run's phase, e.g. 500), it also splits the probe's
+milliseconds by phase, alone first from the trace's first request, and says
+how many were slow in each kind of phase: whether the host slows the CPUs
+more often while the load runs.
 """
 import csv
 import statistics
@@ -18,7 +22,7 @@ import sys
 KINDS = ("alu", "l2", "mem", "sys")
 
 
-def main(probe_path, trace_path):
+def main(probe_path, trace_path, phase_ms=0):
     probe = {}
     with open(probe_path) as f:
         for r in csv.DictReader(f):
@@ -68,11 +72,21 @@ def main(probe_path, trace_path):
         ins = [t for ms, t in reqs if ms in s]
         print(f"  milliseconds with {k} over 1.5x its usual {u / 1e3:.2f} us: {len(s)}; requests in them {len(ins)}, "
               f"slow {sum(t > 2 * median for t in ins)}")
+    if phase_ms > 0:
+        first, last = min(ms for ms, _ in reqs), max(ms for ms, _ in reqs)
+        counts = {"alone": [0, 0], "loaded": [0, 0]}
+        for ms, p in probe.items():
+            if first <= ms <= last:
+                c = counts["loaded" if (ms - first) // phase_ms % 2 else "alone"]
+                c[0] += 1
+                c[1] += p["alu_min"] > 1.5 * usual
+        print("  probe milliseconds with alu over 1.5x its usual, by phase: " + "  ".join(
+            f"{k} {s} of {n} ({100 * s / max(n, 1):.2f}%)" for k, (n, s) in counts.items()))
     return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         print(__doc__, file=sys.stderr)
         sys.exit(2)
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) == 4 else 0))
