@@ -14,10 +14,7 @@ import (
 // ran on; and over samples in the format before the last two were added,
 // which it must still read.
 func TestCPUStatSegments(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("no python3")
-	}
+	python := tool(t, "python3")
 	// /proc/stat's fields: user nice system idle iowait irq softirq steal, in
 	// 1/100 s; per CPU: busy, steal, irq+softirq, device interrupts; per
 	// process: ran ns, waited ns, voluntary and involuntary switches, threads,

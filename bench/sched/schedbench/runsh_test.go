@@ -12,10 +12,7 @@ import (
 // survive a hundred such scenarios (before unserve checked its shell, it was
 // stopped within a few, and mid-verdict twice on the H100).
 func TestRunShDaemonOutlivesWatchdogs(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
+	bash := tool(t, "bash")
 	out, err := exec.Command(bash, "../unserve-check.sh", "../run.sh", "100").CombinedOutput()
 	if err != nil {
 		t.Fatalf("unserve-check.sh: %v\n%s", err, out)
