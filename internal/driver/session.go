@@ -161,8 +161,9 @@ func (s *Session) server() *wire.Server {
 		Rights:   s.rights,
 		Handle:   s.handleHot,
 		Deferred: func(req *wire.Request, err error) { s.deferError(err) },
-		// launch copies what it keeps of a Launch (its parameters).
-		Reuse:       func(t v1.Type) bool { return t == v1.TypeLaunch },
+		// launch copies what it keeps of a Launch (its parameters);
+		// synchronize keeps nothing of its request.
+		Reuse:       func(t v1.Type) bool { return t == v1.TypeLaunch || t == v1.TypeSynchronize },
 		Hedge:       func() time.Duration { return s.d.hedge(s.tenant) },
 		HedgeDelay:  hedgeDelay(),
 		HedgeAlways: hedgeAlways(),

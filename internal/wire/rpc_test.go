@@ -583,6 +583,66 @@ func TestServeReuse(t *testing.T) {
 	}
 }
 
+// TestServeReuseTwoTypes: with two types to reuse, each keeps its own
+// message when their requests alternate (a service's launch, then its
+// synchronize), every field from its own request.
+func TestServeReuseTwoTypes(t *testing.T) {
+	a, b := pair(t)
+	var got []v1.Message
+	var streams []uint64
+	srv := &wire.Server{Endpoint: v1.EndpointDriver,
+		Handle: func(ctx context.Context, req *wire.Request) (v1.Message, []int, error) {
+			switch m := req.Msg.(type) {
+			case *v1.Hello:
+				return &v1.HelloReply{Major: v1.Major, Minor: v1.Minor}, nil, nil
+			case *v1.Launch:
+				got, streams = append(got, m), append(streams, m.Stream)
+			case *v1.Synchronize:
+				got, streams = append(got, m), append(streams, m.Stream)
+			}
+			return nil, nil, nil
+		},
+		Reuse: func(t v1.Type) bool { return t == v1.TypeLaunch || t == v1.TypeSynchronize },
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(context.Background(), b) }()
+	cl := wire.NewClient(a)
+	ctx := context.Background()
+	var hr v1.HelloReply
+	if err := cl.Call(ctx, v1.NewHello(v1.RoleClient, "", "test"), &hr); err != nil {
+		t.Fatal(err)
+	}
+	one := [3]uint32{1, 1, 1}
+	sent := []v1.Message{
+		&v1.Launch{Kernel: 1, Stream: 7, Grid: one, Block: one},
+		&v1.Synchronize{Stream: 5},
+		&v1.Launch{Kernel: 1, Grid: one, Block: one},
+		&v1.Synchronize{},
+		&v1.Launch{Kernel: 1, Stream: 3, Grid: one, Block: one},
+	}
+	for _, m := range sent {
+		if err := cl.Call(ctx, m, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if have, want := fmt.Sprint(streams), "[7 5 0 0 3]"; have != want {
+		t.Errorf("streams decoded %s, want %s", have, want)
+	}
+	if len(got) != len(sent) {
+		t.Fatalf("handled %d requests, want %d", len(got), len(sent))
+	}
+	if got[0] != got[2] || got[2] != got[4] {
+		t.Errorf("launches were decoded into different messages: %p %p %p", got[0], got[2], got[4])
+	}
+	if got[1] != got[3] {
+		t.Errorf("synchronizes were decoded into different messages: %p %p", got[1], got[3])
+	}
+}
+
 // TestAnswered: Server.Answered runs once per request, after its answer (or
 // its handling, for one that takes none, refused or failed ones included),
 // before the next request is served.

@@ -218,11 +218,25 @@ func (st *serving) step(try hedgeable) (ok, done bool, err error) {
 
 // serveOne admits, decodes and handles one request.
 // decoding is what Serve keeps from one request to the next: a decoder (one
-// made per request would escape to the heap) and the last message of a Reuse
-// type.
+// made per request would escape to the heap) and the last message of each
+// Reuse type (of the first maxSpares seen), so that types that alternate
+// (a launch, then its synchronize) each keep theirs.
 type decoding struct {
-	dec   v1.Decoder
-	spare v1.Message
+	dec    v1.Decoder
+	spares []v1.Message
+}
+
+// maxSpares bounds the messages a decoding keeps.
+const maxSpares = 4
+
+// spare returns the kept message of type t, or nil.
+func (dc *decoding) spare(t v1.Type) v1.Message {
+	for _, m := range dc.spares {
+		if m.Type() == t {
+			return m
+		}
+	}
+	return nil
 }
 
 func (s *Server) serveOne(ctx context.Context, req *Request, payload []byte, greeted bool, dc *decoding) (v1.Message, []int, error) {
@@ -241,13 +255,14 @@ func (s *Server) serveOne(ctx context.Context, req *Request, payload []byte, gre
 		return nil, nil, err
 	}
 	var m v1.Message
-	switch {
-	case dc.spare != nil && dc.spare.Type() == h.Type:
-		m = dc.spare
-	case s.Reuse != nil && s.Reuse(h.Type):
-		m = info.New()
-		dc.spare = m
-	default:
+	if s.Reuse != nil && s.Reuse(h.Type) {
+		if m = dc.spare(h.Type); m == nil {
+			m = info.New()
+			if len(dc.spares) < maxSpares {
+				dc.spares = append(dc.spares, m)
+			}
+		}
+	} else {
 		m = info.New()
 	}
 	dc.dec.Reset(payload)
