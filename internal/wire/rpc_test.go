@@ -515,11 +515,34 @@ func BenchmarkCallRoundTrip(b *testing.B) {
 	}
 }
 
+// serveCalls serves srv on a fresh connection, says hello, sends each of
+// sent as a call and returns once Serve has ended with the connection.
+func serveCalls(t *testing.T, srv *wire.Server, sent []v1.Message) {
+	t.Helper()
+	a, b := pair(t)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(context.Background(), b) }()
+	cl := wire.NewClient(a)
+	ctx := context.Background()
+	var hr v1.HelloReply
+	if err := cl.Call(ctx, v1.NewHello(v1.RoleClient, "", "test"), &hr); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range sent {
+		if err := cl.Call(ctx, m, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestServeReuse: requests of a type the handler lets Serve reuse are
 // decoded into one message, every field from its own request (none left from
 // the one before); other types get a message each.
 func TestServeReuse(t *testing.T) {
-	a, b := pair(t)
 	type seen struct {
 		msg    v1.Message
 		launch v1.Launch // a copy, as the request said
@@ -541,14 +564,6 @@ func TestServeReuse(t *testing.T) {
 		},
 		Reuse: func(t v1.Type) bool { return t == v1.TypeLaunch },
 	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(context.Background(), b) }()
-	cl := wire.NewClient(a)
-	ctx := context.Background()
-	var hr v1.HelloReply
-	if err := cl.Call(ctx, v1.NewHello(v1.RoleClient, "", "test"), &hr); err != nil {
-		t.Fatal(err)
-	}
 	sent := []v1.Message{
 		&v1.Launch{Kernel: 1, Stream: 2, Grid: [3]uint32{3, 4, 5}, Block: [3]uint32{6, 7, 8}, SharedMem: 9, Params: []byte{1, 2, 3}},
 		&v1.Launch{Kernel: 10, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}},
@@ -556,15 +571,7 @@ func TestServeReuse(t *testing.T) {
 		&v1.Synchronize{},
 		&v1.Launch{Kernel: 11, Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{32, 1, 1}, Params: []byte{4}},
 	}
-	for _, m := range sent {
-		if err := cl.Call(ctx, m, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cl.Close()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	serveCalls(t, srv, sent)
 	if len(got) != len(sent) {
 		t.Fatalf("handled %d requests, want %d", len(got), len(sent))
 	}
@@ -587,7 +594,6 @@ func TestServeReuse(t *testing.T) {
 // message when their requests alternate (a service's launch, then its
 // synchronize), every field from its own request.
 func TestServeReuseTwoTypes(t *testing.T) {
-	a, b := pair(t)
 	var got []v1.Message
 	var streams []uint64
 	srv := &wire.Server{Endpoint: v1.EndpointDriver,
@@ -604,14 +610,6 @@ func TestServeReuseTwoTypes(t *testing.T) {
 		},
 		Reuse: func(t v1.Type) bool { return t == v1.TypeLaunch || t == v1.TypeSynchronize },
 	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(context.Background(), b) }()
-	cl := wire.NewClient(a)
-	ctx := context.Background()
-	var hr v1.HelloReply
-	if err := cl.Call(ctx, v1.NewHello(v1.RoleClient, "", "test"), &hr); err != nil {
-		t.Fatal(err)
-	}
 	one := [3]uint32{1, 1, 1}
 	sent := []v1.Message{
 		&v1.Launch{Kernel: 1, Stream: 7, Grid: one, Block: one},
@@ -620,15 +618,7 @@ func TestServeReuseTwoTypes(t *testing.T) {
 		&v1.Synchronize{},
 		&v1.Launch{Kernel: 1, Stream: 3, Grid: one, Block: one},
 	}
-	for _, m := range sent {
-		if err := cl.Call(ctx, m, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cl.Close()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	serveCalls(t, srv, sent)
 	if have, want := fmt.Sprint(streams), "[7 5 0 0 3]"; have != want {
 		t.Errorf("streams decoded %s, want %s", have, want)
 	}

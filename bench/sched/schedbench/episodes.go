@@ -82,7 +82,7 @@ func countPhaseEpisodes(phases [][]float64) phaseEpisodes {
 		}
 		if k%2 == 0 {
 			c.alone, c.aloneReqs, c.aloneAll = c.alone+n, c.aloneReqs+reqs, c.aloneAll+len(p)
-			in := map[int]bool{}
+			in := make([]bool, len(p))
 			for _, e := range eps {
 				for _, i := range e {
 					in[i] = true
