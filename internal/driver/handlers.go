@@ -592,6 +592,7 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch, fence, byHelper bool
 	stamps := lc.stamps
 	if stamps != nil {
 		stamps.submit = time.Now()
+		lc.TimeLock = true
 	}
 	if err := s.submit(ctx, &lc.Command); err != nil {
 		s.launchDones.Done() // never queued: no Done
@@ -796,7 +797,7 @@ func (lc *launchCmd) finish(s *Session) func(error) {
 	return func(err error) {
 		defer s.launchDones.Done()
 		if st := lc.stamps; st != nil {
-			st.synced, st.done, st.expressed = lc.Command.Synced, time.Now(), lc.Command.Expressed
+			st.synced, st.done, st.expressed, st.locked = lc.Command.Synced, time.Now(), lc.Command.Expressed, lc.Command.Locked
 			s.latency.add(st)
 		}
 		lc.close() // nothing joins from here: kdones stay as they are

@@ -59,8 +59,8 @@ func TestLaunchLatencyStages(t *testing.T) {
 	}
 	for _, row := range rows {
 		f := strings.Split(row, ",")
-		if len(f) != 11 || f[0] != `"test"` || f[6] != "false" || f[9] != "0" || f[10] != "0" {
-			t.Fatalf("row %q: want the session, 5 times, false (not expressed: one tenant), the submit time, the handler's return, 0 (no fence: the session does not poll fences) and 0 (not served by a hedge's helper: no rings)", row)
+		if len(f) != 12 || f[0] != `"test"` || f[6] != "false" || f[9] != "0" || f[10] != "0" {
+			t.Fatalf("row %q: want the session, 5 times, false (not expressed: one tenant), the submit time, the handler's return, 0 (no fence: the session does not poll fences), 0 (not served by a hedge's helper: no rings) and the lock's time", row)
 		}
 		var prev int64
 		for _, x := range f[1:6] {
@@ -75,6 +75,11 @@ func TestLaunchLatencyStages(t *testing.T) {
 		issue0, _ := strconv.ParseInt(f[2], 10, 64)
 		if submit, err := strconv.ParseInt(f[7], 10, 64); err != nil || submit < recv || submit > issue0 {
 			t.Errorf("row %q: submit time not between receipt and issue", row)
+		}
+		// The scheduler's lock taken after the hand-over, before the issue.
+		submit0, _ := strconv.ParseInt(f[7], 10, 64)
+		if locked, err := strconv.ParseInt(f[11], 10, 64); err != nil || locked < submit0 || locked > issue0 {
+			t.Errorf("row %q: lock time %q not between the hand-over and the issue", row, f[11])
 		}
 		// The handler returned after it handed the command over (here the
 		// dispatcher issues it later, held by the gate).

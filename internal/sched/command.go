@@ -155,6 +155,11 @@ type Command struct {
 	// may end at it rather than at an event the scheduler records
 	// (fenceend.go). The scheduler clears it before Issue and once read.
 	EndFence backend.Fence
+	// TimeLock has Submit note in Locked when it took the scheduler's lock
+	// for the command: the time from the call to it is what the submitter
+	// waited for other goroutines (latency diagnostics).
+	TimeLock bool
+	Locked   time.Time
 
 	// Owned by the scheduler.
 	seq     uint64

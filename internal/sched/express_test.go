@@ -467,3 +467,32 @@ func TestDeferredKicks(t *testing.T) {
 		})
 	}
 }
+
+// A command with TimeLock notes when Submit took the scheduler's lock for
+// it: after whoever held it let go. One without it notes nothing.
+func TestTimeLock(t *testing.T) {
+	s := newSched(t, sched.Options{Device: &fakeDevice{}})
+	q := newQueue(t, s, sched.QueueParams{Tenant: "a", Session: 1, Depth: 8})
+	ctx := tctx(t)
+	st := newFakeStream(true)
+	timed := &sched.Command{Kind: sched.Compute, Stream: st, Issue: st.op, TimeLock: true}
+	unlock := s.Lock()
+	submitted := make(chan error, 1)
+	go func() { submitted <- q.Submit(ctx, timed) }()
+	time.Sleep(10 * time.Millisecond) // let it wait for the lock (if it is slower, it still must not stamp before the release)
+	released := time.Now()
+	unlock()
+	if err := <-submitted; err != nil {
+		t.Fatal(err)
+	}
+	if timed.Locked.Before(released) {
+		t.Errorf("Locked %v, before the lock was released at %v", timed.Locked, released)
+	}
+	plain := &sched.Command{Kind: sched.Compute, Stream: st, Issue: st.op}
+	if err := q.Submit(ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	if !plain.Locked.IsZero() {
+		t.Errorf("Locked %v without TimeLock, want zero", plain.Locked)
+	}
+}

@@ -630,6 +630,9 @@ func (q *Queue) stream(st backend.Stream) *streamQ {
 func (q *Queue) Submit(ctx context.Context, c *Command) error {
 	s := q.s
 	s.mu.Lock()
+	if c.TimeLock {
+		c.Locked = time.Now()
+	}
 	if q.queued >= q.depth && !q.closed && !s.closed && ctx.Err() == nil {
 		// What this submitter left for a dispatcher must not wait for it,
 		// nor its completions for it.

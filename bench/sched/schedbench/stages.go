@@ -37,7 +37,9 @@ import (
 // stageNames are the stages in the order of a request: L launch called
 // (client), R received (daemon), I0/I1 cuLaunchKernel called/returned, GS/GE
 // the kernel's start and end on the GPU, S the launch handed to the
-// scheduler (R->S, S->I0 split R->I0; logs without it leave them blank), SV
+// scheduler (R->S, S->I0 split R->I0; logs without it leave them blank), K
+// the scheduler's lock taken for it (S->K, the wait for other goroutines,
+// and K->I0 split S->I0), SV
 // the launch's handler returned (the serving goroutine free for the next
 // request; F, in between, the fence behind the launch enqueued), Y the client called its synchronize, SR/SI synchronize received / its
 // commands issued, SS streams synchronized, C the client's synchronize
@@ -45,7 +47,7 @@ import (
 // ($GPUOS_SYNC_CLIENT=1) has SS the driver's answer with the words to
 // watch, usually before the kernel ends: GE->SS is then negative, and
 // SS->C holds the client's own wait.
-var stageNames = []string{"total", "L->R", "R->I0", "R->S", "S->I0", "I0->I1", "I0->GS", "GS->GE", "GE->SS", "SS->C", "R->SR", "I1->SV", "I1->F", "F->SV", "SV->SR", "L->Y", "Y->SR", "SR->SI", "max(I1,SI)->SS"}
+var stageNames = []string{"total", "L->R", "R->I0", "R->S", "S->I0", "S->K", "K->I0", "I0->I1", "I0->GS", "GS->GE", "GE->SS", "SS->C", "R->SR", "I1->SV", "I1->F", "F->SV", "SV->SR", "L->Y", "Y->SR", "SR->SI", "max(I1,SI)->SS"}
 
 // pathStages are the stages that make up total, one after the other (the
 // GPU may start the kernel before cuLaunchKernel returns, so I0->GS
@@ -210,6 +212,9 @@ func stageGroups(tr []traceRow, launches, syncs []stampRow, phase, settle time.D
 			}
 			if len(x) > 8 { // served by the hedge's helper (1) or Serve's goroutine (0)
 				st[byHelper] = float64(x[8])
+			}
+			if len(x) > 9 && x[9] != 0 && x[5] != 0 { // the scheduler's lock taken
+				st["S->K"], st["K->I0"] = us(x[9]-x[5]), us(I0-x[9])
 			}
 		}
 		if r.syncCalled > 0 {

@@ -18,6 +18,7 @@ type request struct {
 	served                       float64       // the launch's handler returned (0: a log without the column)
 	fenced                       float64       // the fence behind the launch enqueued (0: a log without the column, or none)
 	helper                       int           // 1: the hedge's helper served the launch; -1: a log without the column
+	locked                       float64       // the scheduler's lock taken (0: a log without the column)
 	syncCall                     float64       // the client called its synchronize (0: a trace without the column)
 	syncRecv, syncIssued, synced float64       // the synchronize's stamps
 	back                         float64       // the client's synchronize returned
@@ -52,6 +53,9 @@ func writeRun(t *testing.T, reqs []request) string {
 				}
 				if r.helper >= 0 {
 					fmt.Fprintf(&lat, ",%d", r.helper)
+					if r.locked > 0 {
+						fmt.Fprintf(&lat, ",%d", ns(r.at, r.locked))
+					}
 				}
 			}
 		}
@@ -91,7 +95,7 @@ func readRun(t *testing.T, dir string) (tr []traceRow, launches, syncs []stampRo
 // call is the floor; requests are grouped by phase, and one whose window
 // holds two launch commands is left out.
 func TestStageGroups(t *testing.T) {
-	plain := request{recv: 5, submit: 9, issue0: 12, issue1: 18, fenced: 18.75, served: 19.5, syncCall: 2, gs: 15, ge: 35, syncRecv: 20, syncIssued: 20.5, synced: 37, back: 41}
+	plain := request{recv: 5, submit: 9, locked: 10.25, issue0: 12, issue1: 18, fenced: 18.75, served: 19.5, syncCall: 2, gs: 15, ge: 35, syncRecv: 20, syncIssued: 20.5, synced: 37, back: 41}
 	slowHop := plain
 	slowHop.back = 141 // the reply reached the client 100 µs later
 	late := plain
@@ -129,7 +133,7 @@ func TestStageGroups(t *testing.T) {
 		stage string
 		want  float64
 	}{
-		{0, "total", 41}, {0, "L->R", 5}, {0, "R->I0", 7}, {0, "R->S", 4}, {0, "S->I0", 3}, {0, "I0->I1", 6},
+		{0, "total", 41}, {0, "L->R", 5}, {0, "R->I0", 7}, {0, "R->S", 4}, {0, "S->I0", 3}, {0, "S->K", 1.25}, {0, "K->I0", 1.75}, {0, "I0->I1", 6},
 		{0, "I0->GS", 0}, // the floor: every kernel but one started 3 µs after its call
 		{0, "GS->GE", 20}, {0, "GE->SS", 5}, {0, "SS->C", 4}, {0, "R->SR", 15}, {0, "SR->SI", 0.5},
 		{0, "max(I1,SI)->SS", 16.5},
@@ -147,7 +151,7 @@ func TestStageGroups(t *testing.T) {
 	if v, ok := all[4]["I1->F"]; ok {
 		t.Errorf("request 4, logged with no fence (0): I1->F = %.2f µs, want none", v)
 	}
-	for _, st := range []string{"S->I0", "I1->SV", "L->Y"} {
+	for _, st := range []string{"S->I0", "S->K", "I1->SV", "L->Y"} {
 		if xs := column(all, st); len(xs) != 6 {
 			t.Errorf("%s column of %d values, want 6 (request 5 has none)", st, len(xs))
 		}
