@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
@@ -18,11 +20,19 @@ import (
 // synchronize to the driver instead, which waits and reports what failed.
 
 // ClientCompletionEnv, set to "1", has a high-class session wait for its
-// work on a completion page. It is off by default: on the H100
-// (bench/sched/completion.sh, bench/RESULTS.md session 17) it lowered the
-// service's P50 by 1-5 µs in every round, but its P99 under load in only 2
-// of 4.
+// work on a completion page, asking the driver for the words to watch at
+// each synchronize (SynchronizeFences); set to "watch", it also counts its
+// launches and, where it can, waits for them with no request at all
+// (api/v1 WatchLaunches). Off by default: on the H100 the page lowered the
+// service's P50 by 1-5 µs in every round but moved its P99 either way
+// (bench/RESULTS.md, sessions 17, 27 and 28).
 const ClientCompletionEnv = "GPUOS_SYNC_CLIENT"
+
+// Values of ClientCompletionEnv.
+const (
+	completionAsk   = "1"
+	completionWatch = "watch"
+)
 
 // completionPoll is the default of how long a synchronize watches its words
 // before it asks the driver to wait, if the driver advises none.
@@ -37,14 +47,62 @@ const completionSpin = 100 * time.Microsecond
 type completion struct {
 	view *ring.Completion
 	poll time.Duration
+	// ledger counts the session's requests for launch watching; nil: the
+	// driver does not publish its launches.
+	ledger *launchLedger
+	// watched and asked count a watching session's synchronizes: on the
+	// page alone, and in the driver.
+	watched, asked atomic.Uint64
+}
+
+// launchLedger counts the requests a watching session writes on its
+// submission ring, in the ring's order (wire.Client.OnRingWrite): its
+// Launch requests per stream since it sent WatchLaunches, which the driver
+// counts alike, and every other request.
+type launchLedger struct {
+	mu       sync.Mutex
+	counting bool              // WatchLaunches is written: the driver counts from there
+	launches map[uint64]uint64 // Launch requests per stream handle
+	others   uint64            // other requests
+	// What the session's last synchronize in the driver left: the count of
+	// other requests with it included, and the page's count of calls
+	// before it. A synchronize may wait on the page alone only while both
+	// still hold: nothing but launches since, no error to hear of.
+	synced uint64
+	calls  uint32
+}
+
+// written counts m, a request just written on the ring.
+func (l *launchLedger) written(m v1.Message) {
+	l.mu.Lock()
+	switch m := m.(type) {
+	case *v1.Launch:
+		if l.counting {
+			l.launches[m.Stream]++
+			break
+		}
+		l.others++ // sent before the driver counted: only the driver can wait for it
+	case *v1.WatchLaunches:
+		l.counting = true
+		l.others++
+	default:
+		l.others++
+	}
+	l.mu.Unlock()
+}
+
+// watchedLaunch is a stream's launch count a synchronize waits for.
+type watchedLaunch struct {
+	stream, launches uint64
 }
 
 // openCompletion asks for the session's completion page. Unsupported (the
 // session is not of the high class, or the device cannot share the page)
 // leaves synchronizes to the driver.
 func (s *Session) openCompletion(ctx context.Context) (*completion, error) {
-	if os.Getenv(ClientCompletionEnv) != "1" {
-		return nil, v1.Errorf(v1.CodeUnsupported, "$%s is not 1", ClientCompletionEnv)
+	mode := os.Getenv(ClientCompletionEnv)
+	if mode != completionAsk && mode != completionWatch {
+		return nil, v1.Errorf(v1.CodeUnsupported, "$%s is neither %s nor %s", ClientCompletionEnv, completionAsk, completionWatch)
 	}
 	var co v1.CompletionOpened
 	fds, err := s.rpc.CallFDs(ctx, &v1.OpenCompletion{}, &co, nil)
@@ -77,7 +135,27 @@ func (s *Session) openCompletion(ctx context.Context) (*completion, error) {
 		<-s.rpc.Done()
 		shm.Close()
 	}()
+	if mode == completionWatch && view.Watchable() {
+		c.ledger = s.watchLaunches(ctx)
+	}
 	return c, nil
+}
+
+// watchLaunches asks the driver to publish the session's launches and
+// returns the ledger that counts them, or nil if it will not (the session
+// then asks for its fence words at each synchronize).
+func (s *Session) watchLaunches(ctx context.Context) *launchLedger {
+	// Nothing the driver did before counts: the first synchronize is the
+	// driver's (synced cannot match).
+	l := &launchLedger{launches: map[uint64]uint64{}, synced: ^uint64(0)}
+	if !s.rpc.OnRingWrite(l.written) {
+		return nil
+	}
+	if err := s.call(ctx, &v1.WatchLaunches{}, nil); err != nil {
+		s.rpc.OnRingWrite(nil)
+		return nil
+	}
+	return l
 }
 
 // wait watches the targets' words for up to c.poll and reports whether all
@@ -106,10 +184,82 @@ func (c *completion) wait(targets []v1.FenceTarget, done <-chan struct{}) bool {
 	return !c.view.Faulted()
 }
 
+// watchWait waits on the page alone for every launch the session wrote, if
+// nothing else was written since the last synchronize in the driver and the
+// page has nothing to report, and reports whether it did.
+func (c *completion) watchWait(done <-chan struct{}) bool {
+	l := c.ledger
+	var buf [4]watchedLaunch
+	wait := buf[:0]
+	l.mu.Lock()
+	ok := l.others == l.synced
+	calls := l.calls
+	for st, n := range l.launches {
+		wait = append(wait, watchedLaunch{stream: st, launches: n})
+	}
+	l.mu.Unlock()
+	if !ok || !c.view.Watching() || c.view.Calls() != calls {
+		return false
+	}
+	start := time.Now()
+	for _, w := range wait {
+		i := c.view.StreamWord(w.stream)
+		if i < 0 {
+			return false
+		}
+		for {
+			if n, seq := c.view.Published(i); n >= w.launches && c.view.Reached(i, seq) {
+				break
+			}
+			if c.view.Calls() != calls || !c.view.Watching() {
+				return false // an error to hear of: the driver says it
+			}
+			waited := time.Since(start)
+			if waited >= c.poll {
+				return false
+			}
+			if waited >= completionSpin {
+				select {
+				case <-done:
+					return false
+				default:
+				}
+				ring.Yield()
+			}
+		}
+	}
+	return !c.view.Faulted() && c.view.Calls() == calls
+}
+
+// driverSynchronize is a watching session's Synchronize in the driver; once
+// it succeeds, the page may be enough again.
+func (s *Session) driverSynchronize(ctx context.Context, c *completion, stream uint64) error {
+	l := c.ledger
+	l.mu.Lock()
+	before := l.others
+	l.mu.Unlock()
+	calls := c.view.Calls()
+	if err := s.call(ctx, &v1.Synchronize{Stream: stream}, nil); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.synced, l.calls = before+1, calls // if anything else was written meanwhile, the next one asks too
+	l.mu.Unlock()
+	return nil
+}
+
 // synchronize waits for the session's work (on stream, 0: all of it) on the
 // completion page if the session has one, else, or if the page cannot tell,
 // in the driver.
 func (s *Session) synchronize(ctx context.Context, stream uint64) error {
+	if c := s.completionPage(); c != nil && c.ledger != nil {
+		if c.watchWait(s.rpc.Done()) {
+			c.watched.Add(1)
+			return nil
+		}
+		c.asked.Add(1)
+		return s.driverSynchronize(ctx, c, stream)
+	}
 	if c := s.completionPage(); c != nil {
 		var ft v1.FenceTargets
 		if err := s.call(ctx, &v1.SynchronizeFences{Stream: stream}, &ft); err != nil {
@@ -128,6 +278,15 @@ func (s *Session) completionPage() *completion {
 		return nil
 	}
 	return s.hot.completion
+}
+
+// WatchesLaunches reports whether the session's synchronizes wait for its
+// launches on its completion page with no request, where they can: true
+// for a session with ClientCompletion, $GPUOS_SYNC_CLIENT=watch, whose
+// driver publishes its launches.
+func (s *Session) WatchesLaunches() bool {
+	c := s.completionPage()
+	return c != nil && c.ledger != nil
 }
 
 // ClientCompletion reports whether the session's synchronizes wait for its

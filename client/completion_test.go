@@ -1,7 +1,9 @@
 package client_test
 
 import (
+	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -106,4 +108,122 @@ func TestClientCompletion(t *testing.T) {
 		run(t, "batch", false)
 	})
 	t.Run("service by default", func(t *testing.T) { run(t, "svc", false) })
+}
+
+// A watching session ($GPUOS_SYNC_CLIENT=watch) waits for its launches on
+// its completion page with no request when only launches were written
+// since its last synchronize in the driver, and asks the driver otherwise:
+// after a read, after a launch that failed (whose error the synchronize
+// returns), and with a kernel too long for the page's time. Each launch
+// here reads what the one before it wrote, and results are read back after
+// synchronizes of both kinds: a synchronize that returned before its
+// kernel ended would show in them.
+func TestWatchLaunches(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Config: serviceTenants(t)})
+	image, err := os.ReadFile(filepath.Join("..", "testdata", "kernels", "vecadd.ptx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(client.ClientCompletionEnv, "watch")
+	c := ctx(t)
+	open := func(tenant string) *client.Session {
+		cl := env.Dial(t, client.Options{Tenant: tenant})
+		s := env.Session(t, cl, client.SessionOptions{Label: tenant})
+		if s.Transport() != client.TransportRing {
+			t.Skip("no rings here")
+		}
+		return s
+	}
+	if s := open("batch"); s.WatchesLaunches() {
+		t.Fatal("a session of the normal class watches its launches")
+	}
+	s := open("svc")
+	if !s.WatchesLaunches() || !s.ClientCompletion() {
+		t.Fatalf("the service: watches %v, client completion %v; want both", s.WatchesLaunches(), s.ClientCompletion())
+	}
+	prog, err := s.LoadProgram(c, image, "vecadd.ptx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := prog.Kernel(c, "vecadd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.CreateStream(c, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Regions x, y, one of n floats each: x starts as i, one as 1.
+	chain := func(n int) (buf *client.Buffer, x, y, one uint64) {
+		init := make([]byte, 12*n)
+		for i := range n {
+			binary.LittleEndian.PutUint32(init[4*i:], math.Float32bits(float32(i)))
+			binary.LittleEndian.PutUint32(init[8*n+4*i:], math.Float32bits(1))
+		}
+		buf, err := s.CreateBuffer(c, uint64(12*n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := buf.Write(c, 0, init); err != nil {
+			t.Fatal(err)
+		}
+		return buf, buf.Addr(), buf.Addr() + uint64(4*n), buf.Addr() + uint64(8*n)
+	}
+	check := func(buf *client.Buffer, n int, want func(i int) float32, what string) {
+		out := make([]byte, 4*n)
+		if err := buf.Read(c, 0, out); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if got := math.Float32frombits(binary.LittleEndian.Uint32(out[4*i:])); got != want(i) {
+				t.Fatalf("%s: x[%d] = %v, want %v", what, i, got, want(i))
+			}
+		}
+	}
+	for _, n := range []int{256, 4096} {
+		buf, x, y, one := chain(n)
+		cfg := client.LaunchConfig{Grid: client.Dim3{X: uint32(n / 256)}, Block: client.Dim3{X: 256}, Stream: st}
+		watched0, asked0 := client.WatchCounts(s)
+		const rounds = 6
+		for r := range rounds {
+			// y = x + 1, synchronize, x = y + 1, synchronize: the second
+			// follows nothing but a launch.
+			for _, sync := range []func(context.Context) error{s.Synchronize, st.Synchronize} {
+				if err := s.Launch(k, cfg, x, one, y, n); err != nil {
+					t.Fatal(err)
+				}
+				if err := sync(c); err != nil {
+					t.Fatalf("n %d, round %d: %v", n, r, err)
+				}
+				x, y = y, x
+			}
+			check(buf, n, func(i int) float32 { return float32(i + 2*(r+1)) }, fmt.Sprintf("n %d, round %d", n, r))
+			if r == 2 {
+				// A launch the driver refuses: the next synchronize reports it.
+				if err := s.LaunchRaw(k, cfg, []byte{1, 2, 3}); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Synchronize(c); err == nil {
+					t.Fatalf("n %d: the synchronize after a launch with 3 bytes of parameters succeeded", n)
+				}
+			}
+		}
+		watched, asked := client.WatchCounts(s)
+		watched, asked = watched-watched0, asked-asked0
+		if watched+asked != 2*rounds+1 {
+			t.Errorf("n %d: %d synchronizes on the page and %d in the driver, want %d in all", n, watched, asked, 2*rounds+1)
+		}
+		// Each round's first synchronize follows a read: the driver's. So
+		// does the one after the refused launch.
+		if asked < rounds+1 {
+			t.Errorf("n %d: %d synchronizes asked the driver, want at least %d", n, asked, rounds+1)
+		}
+		if n == 256 && watched == 0 {
+			t.Errorf("n %d: no synchronize waited on the page alone", n)
+		}
+		t.Logf("n %d: %d synchronizes on the page, %d in the driver", n, watched, asked)
+		if err := buf.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

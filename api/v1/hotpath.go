@@ -245,6 +245,25 @@ func (m *HostCopy) Decode(d *Decoder) error {
 // reports what failed. An empty FenceTargets means the driver waited
 // itself: the session's work is done, as after Synchronize.
 
+// WatchLaunches spares the session's synchronizes any request. Once it is
+// answered, the driver publishes on the session's completion page, beside
+// each stream's fence word, how many of the stream's launches sent after
+// WatchLaunches it has issued with a fence behind them and that fence's
+// number (internal/ring's page layout). A client that counts the Launch
+// requests it writes (in the order they enter the submission ring) then
+// waits for its launches by reading the page alone. It asks the driver
+// (Synchronize) instead when it wrote any other request since its last
+// synchronize, when the page's count of calls moved (an asynchronous error
+// to report), when the fault area is not clear, or when the page stops
+// saying that the driver publishes. A session without a completion page,
+// or whose page cannot cover its guarded programs' fault records, gets
+// Unsupported.
+type WatchLaunches struct{}
+
+func (*WatchLaunches) Type() Type              { return TypeWatchLaunches }
+func (*WatchLaunches) Encode(*Encoder)         {}
+func (*WatchLaunches) Decode(d *Decoder) error { return d.Err() }
+
 // OpenCompletion asks for the session's completion page. A session the
 // driver does not poll fences for (not of the high class), or a device
 // that cannot write host memory shared this way, gets Unsupported.

@@ -31,6 +31,7 @@ func TestHotPathEncoding(t *testing.T) {
 		{&v1.SynchronizeFences{Stream: 5}, "0500000000000000"},
 		{&v1.FenceTargets{Targets: []v1.FenceTarget{{Word: 2, Seq: 9}}}, "01000000" + "02000000" + "09000000"},
 		{&v1.FenceTargets{}, "00000000"},
+		{&v1.WatchLaunches{}, ""},
 	}
 	for _, tt := range tests {
 		if have := hex.EncodeToString(v1.Marshal(tt.m)); have != tt.want {

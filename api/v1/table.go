@@ -56,6 +56,7 @@ const (
 	TypeHostCopy          Type = 51
 	TypeOpenCompletion    Type = 52
 	TypeSynchronizeFences Type = 53
+	TypeWatchLaunches     Type = 54
 
 	// Control, manager to driver.
 	TypeAttachSession Type = 60
@@ -174,6 +175,7 @@ var messageTable = [...]Info{
 	{Type: TypeHostCopy, Name: "HostCopy", New: func() Message { return new(HostCopy) }, Reply: TypeEmpty, Endpoints: EndpointDriver, Right: RightCopy, Async: true},
 	{Type: TypeOpenCompletion, Name: "OpenCompletion", New: func() Message { return new(OpenCompletion) }, Reply: TypeCompletionOpened, Endpoints: EndpointDriver},
 	{Type: TypeSynchronizeFences, Name: "SynchronizeFences", New: func() Message { return new(SynchronizeFences) }, Reply: TypeFenceTargets, Endpoints: EndpointDriver},
+	{Type: TypeWatchLaunches, Name: "WatchLaunches", New: func() Message { return new(WatchLaunches) }, Reply: TypeEmpty, Endpoints: EndpointDriver},
 
 	{Type: TypeAttachSession, Name: "AttachSession", New: func() Message { return new(AttachSession) }, Reply: TypeSessionAttached, Endpoints: EndpointControl, FDs: 1},
 	{Type: TypeDriverStats, Name: "DriverStats", New: func() Message { return new(DriverStats) }, Reply: TypeSessions, Endpoints: EndpointControl},

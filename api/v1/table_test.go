@@ -71,6 +71,7 @@ func TestTableMatchesSpec(t *testing.T) {
 		{51, "HostCopy", "Empty", D, v1.RightCopy, true, 0},
 		{52, "OpenCompletion", "CompletionOpened", D, 0, false, 0},
 		{53, "SynchronizeFences", "FenceTargets", D, 0, false, 0},
+		{54, "WatchLaunches", "Empty", D, 0, false, 0},
 		{60, "AttachSession", "SessionAttached", C, 0, false, 1},
 		{61, "DriverStats", "Sessions", C, 0, false, 0},
 		{62, "KillSession", "Empty", C, 0, false, 0},

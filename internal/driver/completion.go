@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
@@ -68,6 +69,12 @@ type completionPage struct {
 	unsynced   []backend.Stream
 	freeWords  []int
 	freeFaults []int // offsets in the fault area
+
+	// watching says the driver publishes the session's launches on the
+	// page (WatchLaunches, watch.go); watched are the streams it counts
+	// them for, by the handle the client names each by.
+	watching atomic.Bool
+	watched  map[uint64]*watchedStream
 }
 
 // hostBytes is memory the driver owns elsewhere, as backend.HostMemory.
@@ -107,7 +114,7 @@ func (s *Session) openCompletion(*v1.OpenCompletion) (v1.Message, []int, error) 
 		shm.Close()
 		return nil, nil, fmt.Errorf("open completion: %w", s.d.check(err))
 	}
-	cp := &completionPage{shm: shm, view: view, dptr: dptr, words: map[backend.Stream]int{}}
+	cp := &completionPage{shm: shm, view: view, dptr: dptr, words: map[backend.Stream]int{}, watched: map[uint64]*watchedStream{}}
 	cp.faults = &faultPage{host: hostBytes(view.Faults()), dptr: uint64(dptr) + ring.CompletionFaultsOffset,
 		size: uint64(len(view.Faults())), session: cp}
 	for i := view.Words() - 1; i >= 0; i-- {
@@ -134,6 +141,9 @@ func (s *Session) faultSlot() (faultSlot, error) {
 			return faultSlot{page: cp.faults, off: off}, nil
 		}
 		cp.mu.Unlock()
+		// The client cannot see this program's faults: its synchronizes
+		// must ask the driver from now on.
+		cp.stopWatching()
 	}
 	return s.d.guard.slot(s.d.dev)
 }
@@ -150,6 +160,11 @@ func (cp *completionPage) putFault(off int) {
 func (cp *completionPage) word(st backend.Stream) int {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
+	return cp.wordLocked(st)
+}
+
+// wordLocked is word, with cp.mu held.
+func (cp *completionPage) wordLocked(st backend.Stream) int {
 	if i, ok := cp.words[st]; ok {
 		return i
 	}
@@ -196,6 +211,12 @@ func (cp *completionPage) forget(st backend.Stream, idle bool) {
 		return
 	}
 	delete(cp.words, st)
+	cp.view.ClearStream(i)
+	for h, ws := range cp.watched {
+		if ws.word == i {
+			delete(cp.watched, h)
+		}
+	}
 	if idle {
 		cp.freeWords = append(cp.freeWords, i)
 	}

@@ -190,7 +190,13 @@ func (s *Session) prefence() {
 	}
 	for _, st := range streams {
 		if _, ok := st.(backend.LatestFencer); ok {
-			_, _, _ = streamFence(st) // only such a fence can be found later
+			// A watching client's launches left without a fence of their
+			// own (a launch on another stream came right behind) get this
+			// one: the launches issued before it is enqueued.
+			w := s.issuedOn(st)
+			if f, _, err := streamFence(st); err == nil { // only such a fence can be found later
+				s.publish(w, f)
+			}
 		}
 	}
 }

@@ -92,6 +92,8 @@ func (s *Session) dispatch(ctx context.Context, req *wire.Request) (v1.Message, 
 		return nil, s.synchronize(ctx, m)
 	case *v1.SynchronizeFences:
 		return s.synchronizeFences(ctx, m)
+	case *v1.WatchLaunches:
+		return s.watchLaunches(m)
 	case *v1.Restrict:
 		r, err := s.table.Restrict(s.self, cap.Rights(m.Rights&v1.AllSessionRights)|cap.AllBufferRights)
 		return &v1.RightsReply{Rights: v1.Rights(r) & v1.AllSessionRights}, err
@@ -533,15 +535,22 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch, fence, byHelper bool
 	if s.latency != nil {
 		recv = time.Now()
 	}
+	// Every Launch request counts for a watching client, which counted it
+	// when it wrote it: one that fails has its number skipped (the error
+	// sends the client's synchronize to the driver).
+	so, err := s.streamOf(m.Stream)
+	var watch launchWatch
+	if err == nil {
+		watch = s.watchLaunch(m.Stream, so.st)
+	} else {
+		watch = s.watchLaunch(m.Stream, nil)
+		return fmt.Errorf("launch: %w", err)
+	}
 	obj, err := s.table.Lookup(cap.Handle(m.Kernel), cap.KindKernel, 0)
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
 	k := obj.(*kernelObj)
-	so, err := s.streamOf(m.Stream)
-	if err != nil {
-		return fmt.Errorf("launch: %w", err)
-	}
 	if uint32(len(m.Params)) != k.paramSize {
 		return fmt.Errorf("launch %s: %w: got %d bytes, want %d", k.name, ErrBadParams, len(m.Params), k.paramSize)
 	}
@@ -561,12 +570,12 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch, fence, byHelper bool
 	small := s.smallLaunch(cfg)
 	if small {
 		// The request frame is not ours to keep: join copies the parameters.
-		if lc := s.joinable; lc != nil && lc.st == so.st && lc.join(k, cfg, m.Params, s.joinLimit(), fence) {
+		if lc := s.joinable; lc != nil && lc.st == so.st && lc.join(k, cfg, m.Params, s.joinLimit(), fence, watch) {
 			s.afterSubmit()
 			return nil
 		}
 	}
-	lc := &launchCmd{s: s, st: so.st, fence: fence}
+	lc := &launchCmd{s: s, st: so.st, fence: fence, watch: watch}
 	if s.latency != nil {
 		lc.stamps = &launchStamps{recv: recv, byHelper: byHelper}
 		s.latency.received(recv)
@@ -600,6 +609,9 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch, fence, byHelper bool
 	}
 	if joinable {
 		s.joinable = lc
+	}
+	if watch.ws != nil {
+		s.reapDue.Store(true) // no synchronize may come to complete it
 	}
 	if stamps != nil {
 		s.latency.servedAt(stamps.recv, time.Now())
@@ -702,6 +714,9 @@ type launchCmd struct {
 	kdone1 [1]func(error)
 	// stamps times the command ($GPUOS_LATENCY_LOG, latency.go); nil: off.
 	stamps *launchStamps
+	// watch is what the command publishes for a watching client once its
+	// fence is enqueued (watch.go); the last joined launch's.
+	watch launchWatch
 }
 
 type launchArgs struct {
@@ -713,13 +728,16 @@ type launchArgs struct {
 // join adds a launch of k to the command if it has not been issued yet and
 // carries fewer than limit, copying its parameters; false means it was, or
 // is full: submit a new one.
-func (lc *launchCmd) join(k *kernelObj, cfg backend.LaunchConfig, params []byte, limit int, fence bool) bool {
+func (lc *launchCmd) join(k *kernelObj, cfg backend.LaunchConfig, params []byte, limit int, fence bool, watch launchWatch) bool {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	if !lc.open || len(lc.more)+1 >= limit {
 		return false
 	}
 	lc.fence = fence
+	if watch.ws != nil {
+		lc.watch = watch
+	}
 	if !slices.Contains(lc.progs, k.prog) {
 		lc.progs = append(lc.progs, k.prog)
 		if k.done != nil {
@@ -762,14 +780,20 @@ func (lc *launchCmd) issue() error {
 		st.issue0, st.issue1 = start, time.Now()
 		lc.s.latency.issued(st)
 	}
+	if err == nil {
+		lc.watch.issued()
+	}
 	lc.s.noteIssue(time.Since(start), 1+len(more))
 	if lc.fence && err == nil {
 		if f, ok := lc.st.(backend.Fencer); ok {
 			// Ahead of the scheduler's completion event, or instead of it
 			// (EndFence): the synchronize finds it (streamFence); a failure
 			// is the synchronize's to meet.
-			if fe, ferr := f.Fence(); ferr == nil && fenceEndOn.Load() {
-				lc.EndFence = fe
+			if fe, ferr := f.Fence(); ferr == nil {
+				if fenceEndOn.Load() {
+					lc.EndFence = fe
+				}
+				lc.s.publish(lc.watch, fe)
 			}
 			if st := lc.stamps; st != nil && st.fenced.IsZero() {
 				st.fenced = time.Now()

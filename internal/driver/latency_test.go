@@ -191,8 +191,8 @@ func TestLaunchLatencyFenced(t *testing.T) {
 	}
 	row := strings.TrimSpace(string(csv))
 	x := strings.Split(row, ",")
-	if len(x) != 11 {
-		t.Fatalf("row %q: want 11 columns", row)
+	if len(x) != 12 {
+		t.Fatalf("row %q: want 12 columns", row)
 	}
 	ns := func(i int) int64 {
 		v, err := strconv.ParseInt(x[i], 10, 64)

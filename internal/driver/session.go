@@ -252,6 +252,7 @@ func (s *Session) deferError(err error) {
 		s.deferred = err
 	}
 	s.mu.Unlock()
+	s.raiseCalls() // after the error is kept: the client's Synchronize finds it
 }
 
 // takeDeferred returns and clears the deferred error.

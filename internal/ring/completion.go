@@ -25,6 +25,25 @@ const (
 	CompletionFaultsBytes  = CompletionBytes - CompletionFaultsOffset
 )
 
+// Launch watching (api/v1 WatchLaunches). The rest of each word's cache
+// line says, for the stream whose fences write the word, how many of the
+// stream's launches the driver has issued with a fence behind them, and
+// that fence's number: a client that counted the launches it wrote can
+// wait for them with no request at all. The first line also holds two
+// words for the whole page: whether the driver publishes, and a count it
+// raises whenever the client must ask it instead (an error to report).
+// Only the driver writes them; each is written whole, and a slot's number
+// before its count, so that a count read then a number read belong
+// together or the number is a later one.
+const (
+	slotStream   = 8  // u64: the stream's handle plus one; 0: no stream
+	slotLaunches = 16 // u64: launches issued with a fence behind them
+	slotSeq      = 24 // u32: that fence's number
+	pageWatching = 32 // u32, first line only: 1 while the driver publishes
+	pageCalls    = 36 // u32, first line only: raised when the client must ask
+	slotBytes    = 40 // what a word's line must hold for the above
+)
+
 // Completion reads and hands out the words of a completion page.
 type Completion struct {
 	mem    []byte
@@ -83,4 +102,98 @@ func (c *Completion) Faulted() bool {
 		}
 	}
 	return false
+}
+
+// Watchable reports whether the page's geometry leaves room beside each
+// word for launch watching.
+func (c *Completion) Watchable() bool { return c.stride >= slotBytes }
+
+// SetWatching says whether the driver publishes its launches (driver side).
+func (c *Completion) SetWatching(on bool) {
+	if !c.Watchable() {
+		return
+	}
+	v := uint32(0)
+	if on {
+		v = 1
+	}
+	word32(c.mem, pageWatching).Store(v)
+}
+
+// Watching reports whether the driver publishes its launches.
+func (c *Completion) Watching() bool {
+	return c.Watchable() && word32(c.mem, pageWatching).Load() == 1
+}
+
+// RaiseCalls tells the client to ask the driver at its next synchronize
+// (driver side).
+func (c *Completion) RaiseCalls() {
+	if c.Watchable() {
+		word32(c.mem, pageCalls).Add(1)
+	}
+}
+
+// Calls returns the count RaiseCalls raises: a client that sees it move
+// asks the driver.
+func (c *Completion) Calls() uint32 {
+	if !c.Watchable() {
+		return 0
+	}
+	return word32(c.mem, pageCalls).Load()
+}
+
+// SetStream gives word i's slot to stream (driver side): no launches
+// published yet. It must be called before the word's first publication
+// and not while a client may still wait on the slot's previous stream.
+func (c *Completion) SetStream(i int, stream uint64) {
+	if !c.Watchable() || i < 0 || i >= c.words {
+		return
+	}
+	off := i * c.stride
+	word64(c.mem, off+slotLaunches).Store(0)
+	word32(c.mem, off+slotSeq).Store(0)
+	word64(c.mem, off+slotStream).Store(stream + 1)
+}
+
+// ClearStream frees word i's slot (driver side).
+func (c *Completion) ClearStream(i int) {
+	if !c.Watchable() || i < 0 || i >= c.words {
+		return
+	}
+	word64(c.mem, i*c.stride+slotStream).Store(0)
+}
+
+// Publish says that the first launches launches of word i's stream are
+// issued and fence seq, written into word i, follows them (driver side).
+func (c *Completion) Publish(i int, launches uint64, seq uint32) {
+	if !c.Watchable() || i < 0 || i >= c.words {
+		return
+	}
+	off := i * c.stride
+	word32(c.mem, off+slotSeq).Store(seq)
+	word64(c.mem, off+slotLaunches).Store(launches)
+}
+
+// StreamWord returns the word whose slot stream has, or -1.
+func (c *Completion) StreamWord(stream uint64) int {
+	if !c.Watchable() {
+		return -1
+	}
+	for i := range c.words {
+		if word64(c.mem, i*c.stride+slotStream).Load() == stream+1 {
+			return i
+		}
+	}
+	return -1
+}
+
+// Published returns how many launches of word i's stream are issued with a
+// fence behind them, and that fence's number (or a later fence's).
+func (c *Completion) Published(i int) (launches uint64, seq uint32) {
+	if !c.Watchable() || i < 0 || i >= c.words {
+		return 0, 0
+	}
+	off := i * c.stride
+	launches = word64(c.mem, off+slotLaunches).Load()
+	return launches, word32(c.mem, off+slotSeq).Load()
 }

@@ -166,3 +166,79 @@ func TestReadOnlyShared(t *testing.T) {
 		t.Errorf("memory not sealed against writes: %v, want ErrNotSealed", err)
 	}
 }
+
+// Launch watching: the driver's side gives a word's slot to a stream and
+// publishes its issued launches; the client's side finds the slot by
+// stream and reads back what was published, and the page-wide words. A
+// page too narrow for the slots has none of it.
+func TestCompletionWatch(t *testing.T) {
+	c, _ := newTestCompletion(t)
+	if !c.Watchable() || c.Watching() || c.Calls() != 0 {
+		t.Fatalf("a new page: watchable %v, watching %v, calls %d; want true, false, 0", c.Watchable(), c.Watching(), c.Calls())
+	}
+	if i := c.StreamWord(0); i != -1 {
+		t.Errorf("StreamWord(0) on a page with no streams = %d, want -1", i)
+	}
+	c.SetWatching(true)
+	c.SetStream(3, 0) // the default stream
+	c.SetStream(9, 77)
+	c.Publish(3, 5, 41)
+	c.Publish(9, 2, 7)
+	for _, tt := range []struct {
+		stream   uint64
+		word     int
+		launches uint64
+		seq      uint32
+	}{{0, 3, 5, 41}, {77, 9, 2, 7}} {
+		i := c.StreamWord(tt.stream)
+		if i != tt.word {
+			t.Fatalf("StreamWord(%d) = %d, want %d", tt.stream, i, tt.word)
+		}
+		if n, seq := c.Published(i); n != tt.launches || seq != tt.seq {
+			t.Errorf("Published(%d) = %d, %d; want %d, %d", i, n, seq, tt.launches, tt.seq)
+		}
+	}
+	if i := c.StreamWord(78); i != -1 {
+		t.Errorf("StreamWord of a stream with no slot = %d, want -1", i)
+	}
+	// The fence words themselves are untouched by the slots beside them.
+	if w := c.Word(3).Load(); w != 0 {
+		t.Errorf("word 3 = %d after its slot was written, want 0", w)
+	}
+	c.RaiseCalls()
+	c.RaiseCalls()
+	if !c.Watching() || c.Calls() != 2 {
+		t.Errorf("watching %v, calls %d; want true, 2", c.Watching(), c.Calls())
+	}
+	// A slot given again starts from nothing; a cleared one is found no more.
+	c.SetStream(9, 80)
+	if n, seq := c.Published(9); n != 0 || seq != 0 || c.StreamWord(77) != -1 || c.StreamWord(80) != 9 {
+		t.Errorf("slot 9 given to stream 80: published %d, %d, stream 77 at %d, 80 at %d; want 0, 0, -1, 9", n, seq, c.StreamWord(77), c.StreamWord(80))
+	}
+	c.ClearStream(9)
+	if i := c.StreamWord(80); i != -1 {
+		t.Errorf("a cleared slot is still found: %d", i)
+	}
+	c.SetWatching(false)
+	if c.Watching() {
+		t.Error("still watching after SetWatching(false)")
+	}
+
+	narrowMem := make([]byte, CompletionBytes)
+	narrow, err := NewCompletion(narrowMem, 16, 32, 4096, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	narrow.SetWatching(true)
+	narrow.SetStream(1, 0)
+	narrow.Publish(1, 1, 1)
+	narrow.RaiseCalls()
+	if narrow.Watchable() || narrow.Watching() || narrow.StreamWord(0) != -1 || narrow.Calls() != 0 {
+		t.Error("a page of 32-byte lines has launch watching")
+	}
+	for off, b := range narrowMem {
+		if b != 0 {
+			t.Fatalf("a narrow page's byte %d = %d: a slot was written over its words", off, b)
+		}
+	}
+}

@@ -934,3 +934,53 @@ func TestHotHedgeAskedOnce(t *testing.T) {
 		t.Errorf("unhedged: launches with Request.Hedged set: %v", srv.hedged)
 	}
 }
+
+// OnRingWrite sees the requests written on the submission ring in the
+// order the server reads them, whichever goroutines send them; a client on
+// its socket has no such order to give.
+func TestHotOnRingWrite(t *testing.T) {
+	cl, hs := hotPair(t, 8<<10, 8<<10, true)
+	var seen []uint64 // kernels of the launches written, in ring order
+	others := 0
+	if !cl.OnRingWrite(func(m v1.Message) {
+		if l, ok := m.(*v1.Launch); ok {
+			seen = append(seen, l.Kernel) // under the ring's send lock
+		} else {
+			others++
+		}
+	}) {
+		t.Fatal("OnRingWrite refused on rings")
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 300 {
+				if err := cl.Send(&v1.Launch{Kernel: uint64(g*1000 + i)}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var r v1.MemInfoReply
+	if err := cl.Call(tctx(t), &v1.MemInfo{}, &r); err != nil {
+		t.Fatal(err)
+	}
+	hs.mu.Lock()
+	handled := slices.Clone(hs.launches)
+	hs.mu.Unlock()
+	if len(seen) != 1200 || !slices.Equal(seen, handled) {
+		t.Fatalf("the hook saw %d launches, the server handled %d; the same order: %v", len(seen), len(handled), slices.Equal(seen, handled))
+	}
+	if others != 1 {
+		t.Errorf("the hook saw %d other requests, want 1 (MemInfo)", others)
+	}
+
+	sock, _ := hotPair(t, 8<<10, 8<<10, false)
+	if sock.OnRingWrite(func(v1.Message) {}) {
+		t.Error("OnRingWrite accepted on a client not on rings")
+	}
+}

@@ -25,8 +25,9 @@ type clientRings struct {
 	cq      *ring.Consumer
 	release func()
 
-	sendMu sync.Mutex
-	encs   sync.Pool // *v1.Encoder, so that frames are encoded outside sendMu
+	sendMu  sync.Mutex
+	encs    sync.Pool                        // *v1.Encoder, so that frames are encoded outside sendMu
+	written atomic.Pointer[func(v1.Message)] // OnRingWrite's
 
 	readMu  sync.Mutex    // held by the caller reading the completion ring
 	baton   chan struct{} // passes the reading to a waiting caller
@@ -76,6 +77,24 @@ func (cl *Client) UseRings(mem []byte, submit, complete int, opts ring.Options, 
 	return nil
 }
 
+// OnRingWrite has fn called with each request written on the submission
+// ring from now on, under the lock that orders the writes, so that fn sees
+// them in the order the driver reads them (a client that watches its
+// launches counts them so: api/v1 WatchLaunches). fn must be quick and must
+// not send; nil stops the calls. False if the client is not on rings.
+func (cl *Client) OnRingWrite(fn func(v1.Message)) bool {
+	r := cl.rings.Load()
+	if r == nil {
+		return false
+	}
+	if fn == nil {
+		r.written.Store(nil)
+	} else {
+		r.written.Store(&fn)
+	}
+	return true
+}
+
 // OnRings reports whether the client's requests go on rings.
 func (cl *Client) OnRings() bool { return cl.rings.Load() != nil }
 
@@ -121,6 +140,9 @@ func (cl *Client) write(id uint64, flags v1.Flags, req v1.Message, fds []int) er
 	}
 	r.sendMu.Lock()
 	err := r.sq.Write(enc.Bytes())
+	if fn := r.written.Load(); fn != nil && err == nil {
+		(*fn)(req)
+	}
 	r.sendMu.Unlock()
 	if err != nil {
 		if errors.Is(err, ring.ErrCorrupt) {

@@ -73,6 +73,7 @@ func Samples() []v1.Message {
 		&v1.HostCopy{Stream: 13, Dir: v1.DirDtoH, Dev: v1.Ref{Buffer: 9, Offset: 64}, Host: 0x8000000000000003, Offset: 4096, Size: 1 << 28},
 		&v1.OpenCompletion{},
 		&v1.SynchronizeFences{Stream: 13},
+		&v1.WatchLaunches{},
 
 		&v1.AttachSession{SessionID: 7, Tenant: "alice", Rights: v1.AllSessionRights, MemoryQuota: 8 << 30,
 			Weight: 3, Priority: -1, PID: 4242, UID: 1000, Label: "train",

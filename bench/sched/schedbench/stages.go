@@ -46,13 +46,17 @@ import (
 // returned. A client that waits on its completion page
 // ($GPUOS_SYNC_CLIENT=1) has SS the driver's answer with the words to
 // watch, usually before the kernel ends: GE->SS is then negative, and
-// SS->C holds the client's own wait.
-var stageNames = []string{"total", "L->R", "R->I0", "R->S", "S->I0", "S->K", "K->I0", "I0->I1", "I0->GS", "GS->GE", "GE->SS", "SS->C", "R->SR", "I1->SV", "I1->F", "F->SV", "SV->SR", "L->Y", "Y->SR", "SR->SI", "max(I1,SI)->SS"}
+// SS->C holds the client's own wait. One that watches its launches
+// ($GPUOS_SYNC_CLIENT=watch) sends no synchronize when it waits on the page
+// alone: GE->C, the kernel's end to the client's return, stands for
+// GE->SS and SS->C in those requests.
+var stageNames = []string{"total", "L->R", "R->I0", "R->S", "S->I0", "S->K", "K->I0", "I0->I1", "I0->GS", "GS->GE", "GE->C", "GE->SS", "SS->C", "R->SR", "I1->SV", "I1->F", "F->SV", "SV->SR", "L->Y", "Y->SR", "SR->SI", "max(I1,SI)->SS"}
 
 // pathStages are the stages that make up total, one after the other (the
 // GPU may start the kernel before cuLaunchKernel returns, so I0->GS
-// overlaps I0->I1): the candidates for a slow request's worst stage.
-var pathStages = []string{"L->R", "R->I0", "I0->I1", "I0->GS", "GS->GE", "GE->SS", "SS->C"}
+// overlaps I0->I1): the candidates for a slow request's worst stage. A
+// request has either GE->SS and SS->C or GE->C.
+var pathStages = []string{"L->R", "R->I0", "I0->I1", "I0->GS", "GS->GE", "GE->SS", "SS->C", "GE->C"}
 
 // runStages parses the stages mode's flags and runs it.
 func runStages(args []string, w io.Writer) error {
@@ -173,6 +177,11 @@ func stageGroups(tr []traceRow, launches, syncs []stampRow, phase, settle time.D
 	}
 	off := gpuOffset(tr, launches)
 	t0 := tr[0].launch
+	// A client that watches its launches (GPUOS_SYNC_CLIENT=watch) sends
+	// most synchronizes nowhere: with fewer synchronizes logged than
+	// requests traced by half, a request with none still counts, its
+	// synchronize's stages left out.
+	watching := 2*len(syncs) < len(tr)
 	for _, r := range tr {
 		g := "all"
 		if phase > 0 {
@@ -188,25 +197,32 @@ func stageGroups(tr []traceRow, launches, syncs []stampRow, phase, settle time.D
 			}
 		}
 		x, y := within(launches, r), within(syncs, r)
-		if x == nil || y == nil {
+		if x == nil || (y == nil && !watching) {
 			continue
 		}
 		R, I0, I1 := x[0], x[1], x[2]
-		SR, SI, SS := y[0], y[1], y[2]
 		o := off(r.launch)
 		us := func(ns int64) float64 { return float64(ns) / 1e3 }
-		groups[g] = append(groups[g], map[string]float64{
+		st := map[string]float64{
 			atKey: us(r.launch - t0), "total": us(r.synced - r.launch), "L->R": us(R - r.launch), "R->I0": us(I0 - R), "I0->I1": us(I1 - I0),
 			"I0->GS": (float64(r.gpuStart-I0) - o) / 1e3, "GS->GE": us(r.gpuEnd - r.gpuStart),
-			"GE->SS": (float64(SS-r.gpuEnd) + o) / 1e3, "SS->C": us(r.synced - SS),
-			"R->SR": us(SR - R), "SR->SI": us(SI - SR), "max(I1,SI)->SS": us(SS - max(I1, SI)),
-		})
-		st := groups[g][len(groups[g])-1]
+		}
+		if y == nil {
+			st["GE->C"] = (float64(r.synced-r.gpuEnd) + o) / 1e3
+		} else {
+			SR, SI, SS := y[0], y[1], y[2]
+			st["GE->SS"], st["SS->C"] = (float64(SS-r.gpuEnd)+o)/1e3, us(r.synced-SS)
+			st["R->SR"], st["SR->SI"], st["max(I1,SI)->SS"] = us(SR-R), us(SI-SR), us(SS-max(I1, SI))
+		}
+		groups[g] = append(groups[g], st)
 		if len(x) > 5 && x[5] != 0 { // the submit column
 			st["R->S"], st["S->I0"] = us(x[5]-R), us(I0-x[5])
 		}
 		if len(x) > 6 && x[6] != 0 { // the handler's return
-			st["I1->SV"], st["SV->SR"] = us(x[6]-I1), us(SR-x[6])
+			st["I1->SV"] = us(x[6] - I1)
+			if y != nil {
+				st["SV->SR"] = us(y[0] - x[6])
+			}
 			if len(x) > 7 && x[7] != 0 { // the fence behind the launch
 				st["I1->F"], st["F->SV"] = us(x[7]-I1), us(x[6]-x[7])
 			}
@@ -218,7 +234,10 @@ func stageGroups(tr []traceRow, launches, syncs []stampRow, phase, settle time.D
 			}
 		}
 		if r.syncCalled > 0 {
-			st["L->Y"], st["Y->SR"] = us(r.syncCalled-r.launch), us(SR-r.syncCalled)
+			st["L->Y"] = us(r.syncCalled - r.launch)
+			if y != nil {
+				st["Y->SR"] = us(y[0] - r.syncCalled)
+			}
 		}
 	}
 	return groups, order
@@ -299,13 +318,19 @@ func at(xs []float64, pct int) float64 { return xs[len(xs)*pct/100] }
 func worstStages(rows, slow []map[string]float64) map[string]int {
 	med := map[string]float64{}
 	for _, st := range pathStages {
-		med[st] = at(column(rows, st), 50)
+		if xs := column(rows, st); len(xs) > 0 {
+			med[st] = at(xs, 50)
+		}
 	}
 	worst := map[string]int{}
 	for _, r := range slow {
 		w, over := "", 0.0
 		for _, st := range pathStages {
-			if d := r[st] - med[st]; w == "" || d > over {
+			v, ok := r[st]
+			if !ok {
+				continue // a stage of the other kind of request (GE->C, or GE->SS and SS->C)
+			}
+			if d := v - med[st]; w == "" || d > over {
 				w, over = st, d
 			}
 		}
@@ -318,7 +343,7 @@ func worstStages(rows, slow []map[string]float64) map[string]int {
 // side stalled: with L->R long, an L->Y as short as usual means the client
 // had written its launch and gone on to its synchronize before the daemon
 // read it (the daemon stalled), a long one that the client itself stalled.
-var slowStages = []string{"L->R", "L->Y", "Y->SR", "R->I0", "I0->I1", "GE->SS", "SS->C"}
+var slowStages = []string{"L->R", "L->Y", "Y->SR", "R->I0", "I0->I1", "GE->SS", "SS->C", "GE->C"}
 
 // byHelper is a request's key (not a stage) that is 1 if the hedge's helper
 // served its launch, 0 if Serve's goroutine did; logs before session 25

@@ -287,3 +287,67 @@ func TestEpisodesSplitAtGaps(t *testing.T) {
 		t.Errorf("episodes %v, want one of 10 from 20", eps)
 	}
 }
+
+// A client that watches its launches logs few synchronizes: its requests
+// without one still count, with GE->C (the kernel's end to the client's
+// return) for the synchronize's stages; a request whose synchronize was
+// logged keeps GE->SS and SS->C. The report names the worst stage among
+// those each request has.
+func TestStagesWatching(t *testing.T) {
+	plain := request{recv: 5, submit: 9, issue0: 12, issue1: 18, fenced: 18.75, served: 19.5, syncCall: 2, gs: 15, ge: 35, syncRecv: 20, syncIssued: 20.5, synced: 37, back: 41}
+	var reqs []request
+	for i := range 200 {
+		r := plain
+		r.at = time.Duration(i) * 10 * time.Millisecond
+		if i == 7 {
+			r.back = 341 // the slowest: 300 µs after the kernel's end
+		}
+		reqs = append(reqs, r)
+	}
+	dir := writeRun(t, reqs)
+	// Keep the synchronizes of one request in ten (those the client asked).
+	syncPath := filepath.Join(dir, "latency.log.sync.csv")
+	all, err := os.ReadFile(syncPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for i, row := range strings.Split(strings.TrimSpace(string(all)), "\n") {
+		if i%10 == 0 {
+			kept = append(kept, row)
+		}
+	}
+	if err := os.WriteFile(syncPath, []byte(strings.Join(kept, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr, launches, syncs := readRun(t, dir)
+	groups, _ := stageGroups(tr, launches, syncs, 0, 0)
+	rows := groups["all"]
+	if len(rows) != 200 {
+		t.Fatalf("%d requests matched, want 200 (those without a synchronize too)", len(rows))
+	}
+	near := func(have, want float64) bool { return have > want-0.01 && have < want+0.01 }
+	// Against the launch latency's floor (3 µs here), as GE->SS is.
+	if v, ok := rows[3]["GE->C"]; !ok || !near(v, 9) {
+		t.Errorf("request 3 (no synchronize): GE->C = %.2f (%v), want 9", v, ok)
+	}
+	if _, ok := rows[3]["GE->SS"]; ok {
+		t.Error("request 3 (no synchronize) has GE->SS")
+	}
+	if v, ok := rows[10]["GE->SS"]; !ok || !near(v, 5) {
+		t.Errorf("request 10 (synchronize logged): GE->SS = %.2f (%v), want 5", v, ok)
+	}
+	if _, ok := rows[10]["GE->C"]; ok {
+		t.Error("request 10 (synchronize logged) has GE->C")
+	}
+	if w := worstStages(rows, []map[string]float64{rows[7]}); w["GE->C"] != 1 {
+		t.Errorf("worst stage of request 7: %v, want GE->C", w)
+	}
+	var out strings.Builder
+	if err := stages(dir, "interleaved", 0, 0, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "GE->C") {
+		t.Errorf("the report has no GE->C:\n%s", out.String())
+	}
+}
