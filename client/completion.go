@@ -289,6 +289,17 @@ func (s *Session) WatchesLaunches() bool {
 	return c != nil && c.ledger != nil
 }
 
+// WatchCounts returns how many of a watching session's synchronizes waited
+// on its completion page alone, and how many asked the driver (after other
+// requests, an error to report, or words not reached in the page's time).
+func (s *Session) WatchCounts() (watched, asked uint64) {
+	c := s.completionPage()
+	if c == nil {
+		return 0, 0
+	}
+	return c.watched.Load(), c.asked.Load()
+}
+
 // ClientCompletion reports whether the session's synchronizes wait for its
 // work on a completion page, watched by this process, rather than in the
 // driver: true for a high-class session on rings, with

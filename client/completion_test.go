@@ -183,7 +183,7 @@ func TestWatchLaunches(t *testing.T) {
 	for _, n := range []int{256, 4096} {
 		buf, x, y, one := chain(n)
 		cfg := client.LaunchConfig{Grid: client.Dim3{X: uint32(n / 256)}, Block: client.Dim3{X: 256}, Stream: st}
-		watched0, asked0 := client.WatchCounts(s)
+		watched0, asked0 := s.WatchCounts()
 		const rounds = 6
 		for r := range rounds {
 			// y = x + 1, synchronize, x = y + 1, synchronize: the second
@@ -208,7 +208,7 @@ func TestWatchLaunches(t *testing.T) {
 				}
 			}
 		}
-		watched, asked := client.WatchCounts(s)
+		watched, asked := s.WatchCounts()
 		watched, asked = watched-watched0, asked-asked0
 		if watched+asked != 2*rounds+1 {
 			t.Errorf("n %d: %d synchronizes on the page and %d in the driver, want %d in all", n, watched, asked, 2*rounds+1)

@@ -91,7 +91,10 @@ import json, sys
 name, o = sys.argv[1], sys.argv[2]
 r = json.load(open(o + "/gpuos-hp-interleaved.json")); a = r["alone"]
 be = sum(json.load(open(f"{o}/{t}.json")).get("kernels_per_s", 0) for t in ("be1", "be2"))
-print(f"{name:10s} P50/P90/P99 alone {a['p50_us']:.1f} {a['p90_us']:.1f} {a['p99_us']:.1f}  loaded {r['p50_us']:.1f} {r['p90_us']:.1f} {r['p99_us']:.1f}  ratio {r['p99_us']/a['p99_us']:.2f}  best effort {be:.0f} kernels/s")
+sync = r.get("sync", "")
+if sync == "watch":
+    sync += f" ({r.get('sync_watched', 0)} on the page, {r.get('sync_asked', 0)} asked)"
+print(f"{name:10s} P50/P90/P99 alone {a['p50_us']:.1f} {a['p90_us']:.1f} {a['p99_us']:.1f}  loaded {r['p50_us']:.1f} {r['p90_us']:.1f} {r['p99_us']:.1f}  ratio {r['p99_us']/a['p99_us']:.2f}  best effort {be:.0f} kernels/s  sync {sync}")
 PY
 	"$BIN/schedbench" ratio "$o/gpuos-hp-interleaved.json" | sed 's/^.*: P99/    P99/'
 	if [[ -n $sampler ]]; then

@@ -58,6 +58,13 @@ type Result struct {
 	// alone ones at even indices, loaded ones at odd; what report's
 	// bootstrap interval of the P99 ratio resamples.
 	PhasesUs [][]float64 `json:"phases_us,omitempty"`
+	// Sync is how the service's synchronizes waited: in the driver, on its
+	// completion page (asking for the words), or watching its launches
+	// ($GPUOS_SYNC_CLIENT); watching, how many waited on the page alone and
+	// how many asked the driver.
+	Sync        string `json:"sync,omitempty"`
+	SyncWatched uint64 `json:"sync_watched,omitempty"`
+	SyncAsked   uint64 `json:"sync_asked,omitempty"`
 
 	// be
 	Kernels       int     `json:"kernels,omitempty"`
@@ -321,6 +328,15 @@ func runHP(ctx context.Context, o options, image []byte) (*Result, error) {
 	r := latencyResult(lat)
 	if o.phase > 0 {
 		r.PhaseMs, r.Alone, r.PhasesUs = float64(o.phase.Microseconds())/1e3, latencyResult(alone), phases
+	}
+	switch {
+	case t.s.WatchesLaunches():
+		r.Sync = "watch"
+		r.SyncWatched, r.SyncAsked = t.s.WatchCounts()
+	case t.s.ClientCompletion():
+		r.Sync = "page"
+	default:
+		r.Sync = "driver"
 	}
 	return r, nil
 }
