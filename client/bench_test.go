@@ -176,9 +176,9 @@ func BenchmarkStagingChunk(b *testing.B) {
 }
 
 // BenchmarkServiceSync: a high-class service's launch and synchronize,
-// alternating each round between a session that waits on its completion
-// page ($GPUOS_SYNC_CLIENT=1) and one that waits in the driver, so both see
-// the same machine; quiet, then with a busy process on every CPU (the
+// taking turns between a session that waits on its completion page asking
+// for its words ($GPUOS_SYNC_CLIENT=1), one that waits in the driver (0)
+// and one that watches its launches (watch), so all see the same machine; quiet, then with a busy process on every CPU (the
 // threads each wait needs must then win a CPU back). It reports each
 // wait's median and 99th percentile in µs. On the software GPU: what the
 // paths cost on this machine's CPUs, not what they cost beside a GPU.
@@ -188,10 +188,13 @@ func BenchmarkServiceSync(b *testing.B) {
 		b.Fatal(err)
 	}
 	env := testenv.Start(b, testenv.Options{Config: cfg})
+	b.Setenv(client.ClientCompletionEnv, "0")
 	driver := benchSetup(b, env, client.Options{Tenant: "svc"})
 	b.Setenv(client.ClientCompletionEnv, "1")
 	page := benchSetup(b, env, client.Options{Tenant: "svc"})
-	if !page.s.ClientCompletion() || driver.s.ClientCompletion() {
+	b.Setenv(client.ClientCompletionEnv, "watch")
+	watch := benchSetup(b, env, client.Options{Tenant: "svc"})
+	if !page.s.ClientCompletion() || driver.s.ClientCompletion() || !watch.s.WatchesLaunches() {
 		b.Skip("no completion page here (no rings?)")
 	}
 	for _, load := range []string{"quiet", "busy"} {
@@ -206,10 +209,10 @@ func BenchmarkServiceSync(b *testing.B) {
 				}
 			}
 			c := context.Background()
-			lat := [2][]time.Duration{}
+			lat := [3][]time.Duration{}
 			b.ResetTimer()
 			for i := range b.N {
-				bs := []benchSession{page, driver}[i%2]
+				bs := []benchSession{page, driver, watch}[i%3]
 				start := time.Now()
 				if err := bs.s.LaunchRaw(bs.empty, one, nil); err != nil {
 					b.Fatal(err)
@@ -217,10 +220,10 @@ func BenchmarkServiceSync(b *testing.B) {
 				if err := bs.s.Synchronize(c); err != nil {
 					b.Fatal(err)
 				}
-				lat[i%2] = append(lat[i%2], time.Since(start))
+				lat[i%3] = append(lat[i%3], time.Since(start))
 			}
 			b.StopTimer()
-			for j, name := range []string{"page", "driver"} {
+			for j, name := range []string{"page", "driver", "watch"} {
 				l := lat[j]
 				if len(l) == 0 {
 					continue

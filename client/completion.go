@@ -19,13 +19,16 @@ import (
 // recorded, or words not reached in the time the driver advises, send the
 // synchronize to the driver instead, which waits and reports what failed.
 
-// ClientCompletionEnv, set to "1", has a high-class session wait for its
-// work on a completion page, asking the driver for the words to watch at
-// each synchronize (SynchronizeFences); set to "watch", it also counts its
-// launches and, where it can, waits for them with no request at all
-// (api/v1 WatchLaunches). Off by default: on the H100 the page lowered the
-// service's P50 by 1-5 µs in every round but moved its P99 either way
-// (bench/RESULTS.md, sessions 17, 27 and 28).
+// ClientCompletionEnv chooses how a high-class session on rings waits for
+// its work. Unset or "watch" (the default), on a completion page: it
+// counts its launches and, where it can, waits for them with no request at
+// all (api/v1 WatchLaunches), else asks the driver. "1": on the page too,
+// but asking the driver for the words to watch at each synchronize
+// (SynchronizeFences), as before session 29. "0": in the driver. On the
+// H100 watching took 6-14 µs off the service's P99 alone and loaded on a
+// quiet host, and 20-39 µs off its requests' median in a noisy host's slow
+// episodes; asking moved its P99 either way (bench/RESULTS.md, sessions
+// 17, 27, 28 and 29).
 const ClientCompletionEnv = "GPUOS_SYNC_CLIENT"
 
 // Values of ClientCompletionEnv.
@@ -101,8 +104,12 @@ type watchedLaunch struct {
 // leaves synchronizes to the driver.
 func (s *Session) openCompletion(ctx context.Context) (*completion, error) {
 	mode := os.Getenv(ClientCompletionEnv)
-	if mode != completionAsk && mode != completionWatch {
-		return nil, v1.Errorf(v1.CodeUnsupported, "$%s is neither %s nor %s", ClientCompletionEnv, completionAsk, completionWatch)
+	switch mode {
+	case "":
+		mode = completionWatch
+	case completionAsk, completionWatch:
+	default:
+		return nil, v1.Errorf(v1.CodeUnsupported, "$%s=%s", ClientCompletionEnv, mode)
 	}
 	var co v1.CompletionOpened
 	fds, err := s.rpc.CallFDs(ctx, &v1.OpenCompletion{}, &co, nil)
@@ -282,8 +289,8 @@ func (s *Session) completionPage() *completion {
 
 // WatchesLaunches reports whether the session's synchronizes wait for its
 // launches on its completion page with no request, where they can: true
-// for a session with ClientCompletion, $GPUOS_SYNC_CLIENT=watch, whose
-// driver publishes its launches.
+// for a session with ClientCompletion and $GPUOS_SYNC_CLIENT unset or
+// watch, whose driver publishes its launches.
 func (s *Session) WatchesLaunches() bool {
 	c := s.completionPage()
 	return c != nil && c.ledger != nil
@@ -302,6 +309,6 @@ func (s *Session) WatchCounts() (watched, asked uint64) {
 
 // ClientCompletion reports whether the session's synchronizes wait for its
 // work on a completion page, watched by this process, rather than in the
-// driver: true for a high-class session on rings, with
-// $GPUOS_SYNC_CLIENT=1, whose device can share one.
+// driver: true for a high-class session on rings whose device can share
+// one, unless $GPUOS_SYNC_CLIENT=0.
 func (s *Session) ClientCompletion() bool { return s.completionPage() != nil }

@@ -27,9 +27,10 @@ tenants:
 	return cfg
 }
 
-// A high-class session on rings, told to ($GPUOS_SYNC_CLIENT=1), waits for
-// its work on its completion page (ClientCompletion); the others, and one
-// not told to, wait in the driver. Either way a synchronize
+// A high-class session on rings waits for its work on its completion page
+// (ClientCompletion), by default and asking for its words
+// ($GPUOS_SYNC_CLIENT=1); the others, and one told not to
+// ($GPUOS_SYNC_CLIENT=0), wait in the driver. Either way a synchronize
 // returns once the work is done: session-wide and per stream, for kernels
 // short enough for the page and long enough that the client gives up
 // watching and asks the driver.
@@ -107,7 +108,11 @@ func TestClientCompletion(t *testing.T) {
 		t.Setenv(client.ClientCompletionEnv, "1")
 		run(t, "batch", false)
 	})
-	t.Run("service by default", func(t *testing.T) { run(t, "svc", false) })
+	t.Run("service by default", func(t *testing.T) { run(t, "svc", true) })
+	t.Run("service told not to", func(t *testing.T) {
+		t.Setenv(client.ClientCompletionEnv, "0")
+		run(t, "svc", false)
+	})
 }
 
 // A watching session ($GPUOS_SYNC_CLIENT=watch) waits for its launches on
