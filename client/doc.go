@@ -28,14 +28,17 @@
 // ring and staging sizes, the pipelining chunk, the inline copy limit), each
 // also settable from the environment.
 //
-// A latency-critical (high-class) session on rings may, with
-// $GPUOS_SYNC_CLIENT=1, wait for its work on a completion page: words the
-// device writes into memory the driver shares read-only with this process
-// (Session.ClientCompletion). A synchronize then asks the driver only where
-// to look and watches the words itself, so that no driver thread has to run
-// between the kernel's end and the synchronize's return; a violation the
-// guard recorded, or work not done within the driver's fence poll, sends it
-// to the driver, which waits and reports as before.
+// A latency-critical (high-class) session on rings waits for its work on a
+// completion page: words the device writes into memory the driver shares
+// read-only with this process (Session.ClientCompletion). By default it
+// watches its launches (Session.WatchesLaunches): the driver publishes on
+// the page how many of each stream's launches are issued with a fence
+// behind them, and a synchronize that follows nothing but launches waits on
+// the page alone, with no request. With $GPUOS_SYNC_CLIENT=1 a synchronize
+// asks the driver where to look instead; with 0 it waits in the driver. A
+// violation the guard recorded, an asynchronous error, another request
+// since the last synchronize, or work not done within the driver's fence
+// poll, sends it to the driver, which waits and reports as before.
 //
 // A Client and its Sessions are safe for concurrent use.
 package client

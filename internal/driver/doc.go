@@ -65,10 +65,13 @@
 // with the words and numbers to wait for, and the client watches them
 // itself, asking the driver (Synchronize) only if a fault record was written
 // or the words are not reached within the fence poll. What the page does
-// not cover, the driver waits for itself. The client asks only with
-// $GPUOS_SYNC_CLIENT=1 (off: on the H100 it lowered the P50, not the P99 under
-// load, bench/RESULTS.md sessions 17 and 27); the driver refuses
-// with $GPUOS_SYNC_CLIENT=0.
+// not cover, the driver waits for itself. With WatchLaunches (watch.go, the
+// client's default) the driver also publishes, beside each stream's word,
+// how many of its launches are issued with a fence behind them, and the
+// client's synchronizes that follow nothing but launches need no request;
+// every deferred error raises the page's count of calls, which sends the
+// client's next synchronize here. The driver refuses pages with
+// $GPUOS_SYNC_CLIENT=0.
 //
 // Environment, for measuring on a GPU (all optional; the defaults are what
 // the benchmarks on the lent H100 chose): $GPUOS_LAUNCH_JOIN (1 to 8) fixes
