@@ -105,8 +105,8 @@ func (c *Completion) Faulted() bool {
 }
 
 // Watchable reports whether the page's geometry leaves room beside each
-// word for launch watching.
-func (c *Completion) Watchable() bool { return c.stride >= slotBytes }
+// word for launch watching, its 64-bit fields aligned.
+func (c *Completion) Watchable() bool { return c.stride >= slotBytes && c.stride%8 == 0 }
 
 // SetWatching says whether the driver publishes its launches (driver side).
 func (c *Completion) SetWatching(on bool) {

@@ -117,6 +117,27 @@ func FuzzNewCompletion(f *testing.F) {
 		if c.Faulted() { // the words never overlap the fault area
 			t.Fatal("writing the words faulted the page")
 		}
+		if !c.Watchable() {
+			return
+		}
+		// Nor do the slots beside them, nor the page-wide words.
+		c.SetWatching(true)
+		c.RaiseCalls()
+		for i := range c.Words() {
+			c.SetStream(i, uint64(i)+100)
+			c.Publish(i, uint64(i)+1, 7)
+		}
+		for i := range c.Words() {
+			if c.StreamWord(uint64(i)+100) != i || !c.Reached(i, 1) || c.Reached(i, 2) {
+				t.Fatalf("slot %d: stream at %d, word reached 1 %v, 2 %v", i, c.StreamWord(uint64(i)+100), c.Reached(i, 1), c.Reached(i, 2))
+			}
+			if n, seq := c.Published(i); n != uint64(i)+1 || seq != 7 {
+				t.Fatalf("slot %d published %d, %d", i, n, seq)
+			}
+		}
+		if c.Faulted() || !c.Watching() || c.Calls() != 1 {
+			t.Fatalf("after the slots: faulted %v, watching %v, calls %d", c.Faulted(), c.Watching(), c.Calls())
+		}
 	})
 }
 
