@@ -223,10 +223,27 @@ func TestWatchLaunches(t *testing.T) {
 		if asked < rounds+1 {
 			t.Errorf("n %d: %d synchronizes asked the driver, want at least %d", n, asked, rounds+1)
 		}
-		if n == 256 && watched == 0 {
-			t.Errorf("n %d: no synchronize waited on the page alone", n)
-		}
 		t.Logf("n %d: %d synchronizes on the page, %d in the driver", n, watched, asked)
+		if n == 256 && watched == 0 {
+			// Each wait on the page gives up after the driver's fence
+			// poll (2 ms): on a machine busy enough, all of these did.
+			// More tries, one of which must wait on the page alone.
+			w0 := watched
+			for try := 0; try < 200 && watched == w0; try++ {
+				if err := s.Launch(k, cfg, x, one, y, n); err != nil {
+					t.Fatal(err)
+				}
+				if err := st.Synchronize(c); err != nil {
+					t.Fatal(err)
+				}
+				x, y = y, x
+				watched, _ = s.WatchCounts()
+				watched -= watched0
+			}
+			if watched == w0 {
+				t.Errorf("n %d: no synchronize waited on the page alone in 200 more tries", n)
+			}
+		}
 		if err := buf.Close(); err != nil {
 			t.Fatal(err)
 		}
