@@ -539,13 +539,11 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch, fence, byHelper bool
 	// when it wrote it: one that fails has its number skipped (the error
 	// sends the client's synchronize to the driver).
 	so, err := s.streamOf(m.Stream)
-	var watch launchWatch
-	if err == nil {
-		watch = s.watchLaunch(m.Stream, so.st)
-	} else {
-		watch = s.watchLaunch(m.Stream, nil)
+	if err != nil {
+		s.watchLaunch(m.Stream, nil)
 		return fmt.Errorf("launch: %w", err)
 	}
+	watch := s.watchLaunch(m.Stream, so.st)
 	obj, err := s.table.Lookup(cap.Handle(m.Kernel), cap.KindKernel, 0)
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)

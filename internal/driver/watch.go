@@ -135,19 +135,17 @@ func (s *Session) issuedOn(st backend.Stream) launchWatch {
 		return launchWatch{}
 	}
 	cp.mu.Lock()
+	defer cp.mu.Unlock()
 	i, ok := cp.words[st]
-	var ws *watchedStream
-	for _, x := range cp.watched {
-		if ok && x.word == i {
-			ws = x
-			break
-		}
-	}
-	cp.mu.Unlock()
-	if ws == nil {
+	if !ok {
 		return launchWatch{}
 	}
-	return launchWatch{ws: ws, upto: ws.issued.Load()}
+	for _, ws := range cp.watched {
+		if ws.word == i {
+			return launchWatch{ws: ws, upto: ws.issued.Load()}
+		}
+	}
+	return launchWatch{}
 }
 
 // raiseCalls tells a watching client to ask the driver at its next
