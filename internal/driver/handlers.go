@@ -73,6 +73,7 @@ func (s *Session) dispatch(ctx context.Context, req *wire.Request) (v1.Message, 
 	case *v1.CreateStream:
 		return s.createStream(m)
 	case *v1.Launch:
+		s.launchReq = req.Header.ID // counted for a watching client (watch.go)
 		return nil, s.launch(ctx, m, s.fenceLaunch(req), req.Hedged)
 	case *v1.Memcpy:
 		return s.memcpy(ctx, m, req.Header.NoReply())

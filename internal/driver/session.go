@@ -52,6 +52,10 @@ type Session struct {
 	auditLimit                              rateLimit
 
 	deferDone func(error) // deferError, as a Done callback made once
+	// launchReq is the ID of the latest Launch request that reached its
+	// handler, where a watching client's launches are counted (watch.go);
+	// set and read on the serving path only.
+	launchReq uint64
 	// launchDones counts launch commands whose Done has not run: teardown
 	// waits for them before it releases the programs they check.
 	launchDones sync.WaitGroup
@@ -160,7 +164,12 @@ func (s *Session) server() *wire.Server {
 		Endpoint: v1.EndpointDriver,
 		Rights:   s.rights,
 		Handle:   s.handleHot,
-		Deferred: func(req *wire.Request, err error) { s.deferError(err) },
+		Deferred: func(req *wire.Request, err error) {
+			if req.Header.Type == v1.TypeLaunch && req.Header.ID != s.launchReq {
+				s.uncountedLaunch() // refused before its handler
+			}
+			s.deferError(err)
+		},
 		// launch copies what it keeps of a Launch (its parameters);
 		// synchronize keeps nothing of its request.
 		Reuse:       func(t v1.Type) bool { return t == v1.TypeLaunch || t == v1.TypeSynchronize },

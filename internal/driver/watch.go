@@ -148,6 +148,16 @@ func (s *Session) issuedOn(st backend.Stream) launchWatch {
 	return launchWatch{}
 }
 
+// uncountedLaunch is a Launch request refused before its handler counted
+// it (its right, its encoding): the client counted it, and the numbers the
+// driver publishes for its stream would lag the client's from now on, so
+// its synchronizes ask the driver for good.
+func (s *Session) uncountedLaunch() {
+	if cp := s.completion.Load(); cp != nil {
+		cp.stopWatching()
+	}
+}
+
 // raiseCalls tells a watching client to ask the driver at its next
 // synchronize: an asynchronous error waits there.
 func (s *Session) raiseCalls() {

@@ -116,4 +116,15 @@ func TestWatchLaunches(t *testing.T) {
 	if i := view.StreamWord(sc.Handle); i >= 0 {
 		t.Errorf("a destroyed stream still has slot %d", i)
 	}
+
+	// A launch refused before its handler (the session gave up its right
+	// to launch) is one the client counted and the driver did not: the
+	// page stops saying that the driver publishes.
+	var rr v1.RightsReply
+	ts.must(&v1.Restrict{Rights: v1.AllSessionRights &^ v1.RightLaunch}, &rr)
+	launch(0)
+	ts.call(&v1.Synchronize{}, nil) // reports the refusal; the launch was served before it
+	if view.Watching() {
+		t.Error("the page still says watching after a launch refused before its handler")
+	}
 }
