@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/gpuos/gpuos/client"
@@ -247,5 +248,87 @@ func TestWatchLaunches(t *testing.T) {
 		if err := buf.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Goroutines of one watching session launching on streams of their own and
+// synchronizing at once: each chain's results are right after every
+// synchronize, whichever goroutine's launches the page was waiting for.
+func TestWatchLaunchesConcurrent(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Config: serviceTenants(t)})
+	image, err := os.ReadFile(filepath.Join("..", "testdata", "kernels", "vecadd.ptx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(client.ClientCompletionEnv, "watch")
+	c := ctx(t)
+	cl := env.Dial(t, client.Options{Tenant: "svc"})
+	s := env.Session(t, cl, client.SessionOptions{Label: "svc"})
+	if !s.WatchesLaunches() {
+		t.Skip("the session does not watch its launches (no rings?)")
+	}
+	prog, err := s.LoadProgram(c, image, "vecadd.ptx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := prog.Kernel(c, "vecadd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, rounds, workers = 1024, 12, 3
+	var wg sync.WaitGroup
+	for g := range workers {
+		st, err := s.CreateStream(c, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		init := make([]byte, 12*n)
+		for i := range n {
+			binary.LittleEndian.PutUint32(init[4*i:], math.Float32bits(float32(i*g)))
+			binary.LittleEndian.PutUint32(init[8*n+4*i:], math.Float32bits(1))
+		}
+		buf, err := s.CreateBuffer(c, 12*n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := buf.Write(c, 0, init); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x, y, one := buf.Addr(), buf.Addr()+4*n, buf.Addr()+8*n
+			cfg := client.LaunchConfig{Grid: client.Dim3{X: n / 256}, Block: client.Dim3{X: 256}, Stream: st}
+			for r := range rounds {
+				for range 2 {
+					if err := s.Launch(k, cfg, x, one, y, n); err != nil {
+						t.Error(err)
+						return
+					}
+					if err := st.Synchronize(c); err != nil {
+						t.Error(err)
+						return
+					}
+					x, y = y, x
+				}
+				out := make([]byte, 4*n)
+				if err := buf.Read(c, 0, out); err != nil {
+					t.Error(err)
+					return
+				}
+				for i := range n {
+					if got, want := math.Float32frombits(binary.LittleEndian.Uint32(out[4*i:])), float32(i*g+2*(r+1)); got != want {
+						t.Errorf("goroutine %d, round %d: x[%d] = %v, want %v", g, r, i, got, want)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	watched, asked := s.WatchCounts()
+	t.Logf("%d synchronizes on the page, %d in the driver", watched, asked)
+	if watched+asked != workers*rounds*2 {
+		t.Errorf("%d synchronizes counted, want %d", watched+asked, workers*rounds*2)
 	}
 }
