@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuos/gpuos/client"
 	cu "github.com/gpuos/gpuos/internal/abi/cuda"
+	"github.com/gpuos/gpuos/internal/config"
 	"github.com/gpuos/gpuos/internal/testenv"
 )
 
@@ -137,6 +138,37 @@ func TestCAPI(t *testing.T) {
 			}
 		})
 	}
+
+	// The same programs as a latency-critical tenant's, whose sessions
+	// watch their launches on a completion page by default: synchronizes
+	// that need no request among copies, stream waits, callbacks and
+	// errors that must still be reported.
+	t.Run("service", func(t *testing.T) {
+		cfg, err := config.Parse([]byte("tenants:\n  - {name: svc, uids: [self], memory: 1GiB, priority: high}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc := testenv.Start(t, testenv.Options{SimMemory: "1GiB", Config: cfg})
+		for _, p := range programs {
+			switch p.name {
+			case "vecadd", "reduce", "streams", "memcpy", "errors":
+			default:
+				continue
+			}
+			bin := compile(t, dir, filepath.Join(repo, "testdata", "capi", p.name+".c"))
+			cmd := exec.Command(bin, kernels)
+			cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+dir, "GPUOS_SOCKET="+svc.Socket, "GPUOS_SHIM_LOG=", "GPUOS_SHIM_TRACE=")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", p.name, err, out)
+			}
+			for _, w := range append(p.want, "PASS "+p.name) {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("%s: output lacks %q:\n%s", p.name, w, out)
+				}
+			}
+		}
+	})
 
 	t.Run("leak", func(t *testing.T) {
 		cmd, out, err := exe(t, "leak")
