@@ -122,13 +122,20 @@ func TestDaemonAttacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	vecaddCheck(t, ctx, victim)
-	// The service waits on its completion page.
-	t.Setenv(client.ClientCompletionEnv, "1")
-	for _, attacker := range []string{"attacker", "service"} {
-		for _, a := range attackFiles(t) {
-			t.Run(attacker+"/"+a.name, func(t *testing.T) {
-				attack(t, ctx, env, attacker, a, victim, vbuf)
-			})
+	// The service waits on its completion page: asking for the words
+	// (GPUOS_SYNC_CLIENT=1), and watching its launches (the default), where
+	// the attack's synchronize follows nothing but the launch.
+	for _, mode := range []string{"1", "watch"} {
+		t.Setenv(client.ClientCompletionEnv, mode)
+		for _, attacker := range []string{"attacker", "service"} {
+			if attacker == "attacker" && mode != "1" {
+				continue // a normal-class tenant has no page either way
+			}
+			for _, a := range attackFiles(t) {
+				t.Run(attacker+"/"+mode+"/"+a.name, func(t *testing.T) {
+					attack(t, ctx, env, attacker, a, victim, vbuf)
+				})
+			}
 		}
 	}
 }
@@ -160,6 +167,12 @@ func attack(t *testing.T, ctx context.Context, env *testenv.Env, attacker string
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Settled, so that a watching session's next synchronize follows the
+	// attack's launch alone and waits on its page.
+	if err := s.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	watched0, _ := s.WatchCounts()
 	base, size := s.Window()
 	err = s.Launch(k, client.LaunchConfig{Grid: client.Dim3{X: a.grid}, Block: client.Dim3{X: a.block}, SharedMem: a.shared},
 		own, uint64(ownSize), base, base+size, vbuf.Addr())
@@ -169,6 +182,9 @@ func attack(t *testing.T, ctx context.Context, env *testenv.Env, attacker string
 	err = s.Synchronize(ctx)
 	if !errors.Is(err, client.ErrGuardViolation) {
 		t.Fatalf("attacker's synchronize = %v, want GuardViolation", err)
+	}
+	if watched, _ := s.WatchCounts(); watched != watched0 {
+		t.Errorf("the attack's synchronize returned from the page (%d waits there), not from the driver", watched-watched0)
 	}
 	t.Logf("attacker got: %v", err)
 	if _, err := s.CreateBuffer(ctx, 64); !errors.Is(err, client.ErrGuardViolation) {
