@@ -767,6 +767,9 @@ func (lc *launchCmd) close() []launchArgs {
 // launches would not be: the first error is the command's.
 func (lc *launchCmd) issue() error {
 	more := lc.close() // fence is final once it is closed
+	if st := lc.stamps; st != nil && st.issue0.IsZero() {
+		st.beside = lc.s.d.sched.InDriver() - 1 // this command is one of them
+	}
 	start := time.Now()
 	err := lc.st.Launch(lc.first.fn, lc.first.cfg, lc.first.params)
 	for i := range more {

@@ -50,6 +50,7 @@ type launchStamps struct {
 	recv, issue0, issue1, synced, done time.Time
 	submit                             time.Time // handed to the scheduler (after recv, before issue0)
 	locked                             time.Time // the scheduler's lock taken for it (after submit)
+	beside                             int       // other goroutines issuing commands as its issue began (sched.InDriver)
 	served                             time.Time // the handler returned (the serving goroutine free again)
 	fenced                             time.Time // the fence behind the launch enqueued (zero: none)
 	expressed                          bool      // the scheduler's express lane issued it
@@ -236,8 +237,9 @@ func (l *latencyRec) write(path, who string) {
 // writeLatencyCSV appends one row per command: the session, then its stages'
 // times in Unix ns (0: not reached), then whether the express lane issued it,
 // then when it was handed to the scheduler, when its handler returned, when
-// the fence behind it was enqueued, whether the hedge's helper served it (1)
-// and when the scheduler's lock was taken for it.
+// the fence behind it was enqueued, whether the hedge's helper served it (1),
+// when the scheduler's lock was taken for it, and how many other goroutines
+// were issuing commands as its issue began.
 func writeLatencyCSV(path, who string, stamps []launchStamps) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
@@ -259,7 +261,7 @@ func writeLatencyCSV(path, who string, stamps []launchStamps) {
 		if s.byHelper {
 			helper = 1
 		}
-		b = fmt.Appendf(b, "%q,%d,%d,%d,%d,%d,%t,%d,%d,%d,%d,%d\n", who, ns(s.recv), ns(s.issue0), ns(s.issue1), ns(s.synced), ns(s.done), s.expressed, ns(s.submit), ns(s.served), ns(s.fenced), helper, ns(s.locked))
+		b = fmt.Appendf(b, "%q,%d,%d,%d,%d,%d,%t,%d,%d,%d,%d,%d,%d\n", who, ns(s.recv), ns(s.issue0), ns(s.issue1), ns(s.synced), ns(s.done), s.expressed, ns(s.submit), ns(s.served), ns(s.fenced), helper, ns(s.locked), s.beside)
 	}
 	f.Write(b)
 }

@@ -59,8 +59,8 @@ func TestLaunchLatencyStages(t *testing.T) {
 	}
 	for _, row := range rows {
 		f := strings.Split(row, ",")
-		if len(f) != 12 || f[0] != `"test"` || f[6] != "false" || f[9] != "0" || f[10] != "0" {
-			t.Fatalf("row %q: want the session, 5 times, false (not expressed: one tenant), the submit time, the handler's return, 0 (no fence: the session does not poll fences), 0 (not served by a hedge's helper: no rings) and the lock's time", row)
+		if len(f) != 13 || f[0] != `"test"` || f[6] != "false" || f[9] != "0" || f[10] != "0" || f[12] != "0" {
+			t.Fatalf("row %q: want the session, 5 times, false (not expressed: one tenant), the submit time, the handler's return, 0 (no fence: the session does not poll fences), 0 (not served by a hedge's helper: no rings), the lock's time and 0 (no other goroutine issuing: one session)", row)
 		}
 		var prev int64
 		for _, x := range f[1:6] {
@@ -191,8 +191,8 @@ func TestLaunchLatencyFenced(t *testing.T) {
 	}
 	row := strings.TrimSpace(string(csv))
 	x := strings.Split(row, ",")
-	if len(x) != 12 {
-		t.Fatalf("row %q: want 12 columns", row)
+	if len(x) != 13 {
+		t.Fatalf("row %q: want 13 columns", row)
 	}
 	ns := func(i int) int64 {
 		v, err := strconv.ParseInt(x[i], 10, 64)

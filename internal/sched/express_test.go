@@ -496,3 +496,45 @@ func TestTimeLock(t *testing.T) {
 		t.Errorf("Locked %v without TimeLock, want zero", plain.Locked)
 	}
 }
+
+// InDriver counts the goroutines issuing commands: a command's Issue sees
+// itself, a service's command issued by the express lane while a
+// best-effort one is stuck in its Issue sees both, and none are left once
+// both returned.
+func TestInDriver(t *testing.T) {
+	s := newServiceSched(t, sched.Options{Device: &fakeDevice{}}, "priority")
+	be := newQueue(t, s, sched.QueueParams{Tenant: "be", Session: 1, Depth: 8})
+	svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 2, Depth: 8})
+	ctx := tctx(t)
+	st := newFakeStream(true)
+	var alone int
+	if err := svc.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: st, Issue: func() error { alone = s.InDriver(); return st.op() }}); err != nil {
+		t.Fatal(err)
+	}
+	if alone != 1 {
+		t.Errorf("a command issued alone saw %d issuing, want 1 (itself)", alone)
+	}
+	g := newGate(t)
+	beSt, svcSt := newFakeStream(true), newFakeStream(true)
+	go be.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: beSt, Flags: sched.Sync, Issue: g.then(beSt.op)})
+	<-g.stuck
+	beside := make(chan int, 1)
+	if err := svc.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: svcSt, Issue: func() error { beside <- s.InDriver(); return svcSt.op() }}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-beside:
+		if n != 2 {
+			t.Errorf("the service's command, issued beside a stuck one, saw %d issuing, want 2", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the service's command was not issued beside the stuck one\n%s", s.Dump())
+	}
+	g.open()
+	if err := be.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.InDriver(); n != 0 {
+		t.Errorf("%d issuing after both returned, want 0", n)
+	}
+}

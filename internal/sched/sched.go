@@ -219,6 +219,14 @@ type Scheduler struct {
 	dev   backend.Device
 	epoch time.Time
 
+	// inDriver counts the goroutines issuing commands (their backend
+	// calls, between the lock's release and its retaking in issueLocked):
+	// for latency diagnostics (InDriver). On a line of its own, away from
+	// the lock.
+	_        [64]byte
+	inDriver atomic.Int32
+	_        [60]byte
+
 	mu       sync.Mutex
 	tenants  []*tenant
 	byName   map[string]*tenant
@@ -1053,6 +1061,13 @@ func (sq *streamQ) pop() *Command {
 	sq.head++
 	return c
 }
+
+// InDriver returns how many goroutines are issuing commands right now,
+// making backend calls for them (a command's Issue, its events, its turn's
+// gate): read by a command's own Issue, it counts that command too. For
+// latency diagnostics: whether a latency-critical launch's driver call
+// overlapped other tenants'.
+func (s *Scheduler) InDriver() int { return int(s.inDriver.Load()) }
 
 // LowClassPoll is how often the low class's completion waiters query their
 // events (Options.LowClassPoll after its default; negative: they wait in

@@ -133,8 +133,46 @@ func stages(dir, label string, phase, settle time.Duration, w io.Writer) error {
 		printSlowMedians(w, g, groups[g], slow)
 	}
 	printEpisodes(w, groups, order)
+	printBeside(w, groups, order)
 	printSecondStart(w, tr)
 	return nil
+}
+
+// besideKey is a request's key (not a stage): how many other goroutines
+// were issuing commands (making driver calls) as its cuLaunchKernel began;
+// logs before session 29 lack it.
+const besideKey = "issuing beside"
+
+// printBeside prints, per group, the service's cuLaunchKernel (I0->I1) and
+// its receipt to it (R->I0) with no other goroutine issuing at its start
+// and with some: whether the best-effort tenants' driver calls, in the same
+// process and CUDA context, slow the service's.
+func printBeside(w io.Writer, groups map[string][]map[string]float64, order []string) {
+	for _, g := range order {
+		var none, some []map[string]float64
+		for _, r := range groups[g] {
+			n, ok := r[besideKey]
+			switch {
+			case !ok:
+			case n == 0:
+				none = append(none, r)
+			default:
+				some = append(some, r)
+			}
+		}
+		if len(none) == 0 || len(some) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  %s, with no other goroutine issuing / with some (%d / %d requests), p50 p90 (us):", g, len(none), len(some))
+		for _, st := range []string{"I0->I1", "R->I0", "total"} {
+			a, b := column(none, st), column(some, st)
+			if len(a) == 0 || len(b) == 0 {
+				continue
+			}
+			fmt.Fprintf(w, " %s %.1f %.1f / %.1f %.1f", st, at(a, 50), at(a, 90), at(b, 50), at(b, 90))
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // printSecondStart compares the requests started in the first 100 ms of
@@ -231,6 +269,9 @@ func stageGroups(tr []traceRow, launches, syncs []stampRow, phase, settle time.D
 			}
 			if len(x) > 9 && x[9] != 0 && x[5] != 0 { // the scheduler's lock taken
 				st["S->K"], st["K->I0"] = us(x[9]-x[5]), us(I0-x[9])
+			}
+			if len(x) > 10 { // other goroutines issuing as its issue began
+				st[besideKey] = float64(x[10])
 			}
 		}
 		if r.syncCalled > 0 {

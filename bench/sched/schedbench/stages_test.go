@@ -19,6 +19,7 @@ type request struct {
 	fenced                       float64       // the fence behind the launch enqueued (0: a log without the column, or none)
 	helper                       int           // 1: the hedge's helper served the launch; -1: a log without the column
 	locked                       float64       // the scheduler's lock taken (0: a log without the column)
+	beside                       int           // other goroutines issuing at the launch's issue (-1: no column)
 	syncCall                     float64       // the client called its synchronize (0: a trace without the column)
 	syncRecv, syncIssued, synced float64       // the synchronize's stamps
 	back                         float64       // the client's synchronize returned
@@ -55,6 +56,9 @@ func writeRun(t *testing.T, reqs []request) string {
 					fmt.Fprintf(&lat, ",%d", r.helper)
 					if r.locked > 0 {
 						fmt.Fprintf(&lat, ",%d", ns(r.at, r.locked))
+						if r.beside >= 0 {
+							fmt.Fprintf(&lat, ",%d", r.beside)
+						}
 					}
 				}
 			}
@@ -349,5 +353,40 @@ func TestStagesWatching(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "GE->C") {
 		t.Errorf("the report has no GE->C:\n%s", out.String())
+	}
+}
+
+// The report splits the service's cuLaunchKernel by whether other
+// goroutines were issuing as it began (the latency log's last column).
+func TestStagesBeside(t *testing.T) {
+	plain := request{recv: 5, submit: 9, locked: 10, issue0: 12, issue1: 18, fenced: 18.75, served: 19.5, syncCall: 2, gs: 15, ge: 35, syncRecv: 20, syncIssued: 20.5, synced: 37, back: 41}
+	var reqs []request
+	for i := range 100 {
+		r := plain
+		r.at = time.Duration(i) * 10 * time.Millisecond
+		if i%4 == 0 {
+			r.beside, r.issue1 = 2, 30 // a launch call of 18 µs beside two others
+		}
+		reqs = append(reqs, r)
+	}
+	dir := writeRun(t, reqs)
+	var out strings.Builder
+	if err := stages(dir, "interleaved", 0, 0, &out); err != nil {
+		t.Fatal(err)
+	}
+	want := "all, with no other goroutine issuing / with some (75 / 25 requests), p50 p90 (us): I0->I1 6.0 6.0 / 18.0 18.0"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("the report lacks %q:\n%s", want, out.String())
+	}
+	// A log without the column says nothing of it.
+	for i := range reqs {
+		reqs[i].beside = -1
+	}
+	out.Reset()
+	if err := stages(writeRun(t, reqs), "interleaved", 0, 0, &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "other goroutine issuing") {
+		t.Errorf("a log without the column: the report splits by it:\n%s", out.String())
 	}
 }
