@@ -149,30 +149,35 @@ const besideKey = "issuing beside"
 // process and CUDA context, slow the service's.
 func printBeside(w io.Writer, groups map[string][]map[string]float64, order []string) {
 	for _, g := range order {
-		var none, some []map[string]float64
-		for _, r := range groups[g] {
-			n, ok := r[besideKey]
-			switch {
-			case !ok:
-			case n == 0:
-				none = append(none, r)
-			default:
-				some = append(some, r)
-			}
+		printBesideOf(w, g, groups[g])
+	}
+}
+
+// printBesideOf is printBeside's line for rows, named label.
+func printBesideOf(w io.Writer, label string, rows []map[string]float64) {
+	var none, some []map[string]float64
+	for _, r := range rows {
+		n, ok := r[besideKey]
+		switch {
+		case !ok:
+		case n == 0:
+			none = append(none, r)
+		default:
+			some = append(some, r)
 		}
-		if len(none) == 0 || len(some) == 0 {
+	}
+	if len(none) == 0 || len(some) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  %s, with no other goroutine issuing / with some (%d / %d requests), p50 p90 (us):", label, len(none), len(some))
+	for _, st := range []string{"I0->I1", "R->I0", "total"} {
+		a, b := column(none, st), column(some, st)
+		if len(a) == 0 || len(b) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "  %s, with no other goroutine issuing / with some (%d / %d requests), p50 p90 (us):", g, len(none), len(some))
-		for _, st := range []string{"I0->I1", "R->I0", "total"} {
-			a, b := column(none, st), column(some, st)
-			if len(a) == 0 || len(b) == 0 {
-				continue
-			}
-			fmt.Fprintf(w, " %s %.1f %.1f / %.1f %.1f", st, at(a, 50), at(a, 90), at(b, 50), at(b, 90))
-		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, " %s %.1f %.1f / %.1f %.1f", st, at(a, 50), at(a, 90), at(b, 50), at(b, 90))
 	}
+	fmt.Fprintln(w)
 }
 
 // printSecondStart compares the requests started in the first 100 ms of
@@ -582,5 +587,6 @@ func printEpisodes(w io.Writer, groups map[string][]map[string]float64, order []
 			fmt.Fprintf(w, " %s %.1f/%.1f", st, at(a, 50), at(b, 50))
 		}
 		fmt.Fprintln(w)
+		printBesideOf(w, g+" in episodes", inside)
 	}
 }

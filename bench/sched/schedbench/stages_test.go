@@ -367,6 +367,9 @@ func TestStagesBeside(t *testing.T) {
 		if i%4 == 0 {
 			r.beside, r.issue1 = 2, 30 // a launch call of 18 µs beside two others
 		}
+		if i >= 40 && i < 52 {
+			r.back = 141 // an episode: twelve slow requests in a row
+		}
 		reqs = append(reqs, r)
 	}
 	dir := writeRun(t, reqs)
@@ -374,9 +377,13 @@ func TestStagesBeside(t *testing.T) {
 	if err := stages(dir, "interleaved", 0, 0, &out); err != nil {
 		t.Fatal(err)
 	}
-	want := "all, with no other goroutine issuing / with some (75 / 25 requests), p50 p90 (us): I0->I1 6.0 6.0 / 18.0 18.0"
-	if !strings.Contains(out.String(), want) {
-		t.Errorf("the report lacks %q:\n%s", want, out.String())
+	for _, want := range []string{
+		"all, with no other goroutine issuing / with some (75 / 25 requests), p50 p90 (us): I0->I1 6.0 6.0 / 18.0 18.0",
+		"all in episodes, with no other goroutine issuing / with some (9 / 3 requests)", // 40, 44, 48 beside
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
 	}
 	// A log without the column says nothing of it.
 	for i := range reqs {
