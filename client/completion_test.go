@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -330,5 +331,130 @@ func TestWatchLaunchesConcurrent(t *testing.T) {
 	t.Logf("%d synchronizes on the page, %d in the driver", watched, asked)
 	if watched+asked != workers*rounds*2 {
 		t.Errorf("%d synchronizes counted, want %d", watched+asked, workers*rounds*2)
+	}
+}
+
+// A watching session's requests in random orders: launches on two streams,
+// synchronizes of the session and of either stream, memsets of a chain's
+// input on its stream (work a launch count does not cover), launches the
+// driver refuses, and reads after synchronizes. Every read after a
+// synchronize holds what the work before it made, exactly the
+// synchronizes after a refused launch fail, and every synchronize after a
+// request other than a launch asks the driver (the page alone cannot say
+// that work is done).
+func TestWatchLaunchesRandom(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Config: serviceTenants(t)})
+	image, err := os.ReadFile(filepath.Join("..", "testdata", "kernels", "vecadd.ptx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(client.ClientCompletionEnv, "watch")
+	c := ctx(t)
+	for seed := range int64(4) {
+		cl := env.Dial(t, client.Options{Tenant: "svc"})
+		s := env.Session(t, cl, client.SessionOptions{Label: "svc"})
+		if !s.WatchesLaunches() {
+			t.Skip("the session does not watch its launches (no rings?)")
+		}
+		prog, err := s.LoadProgram(c, image, "vecadd.ptx")
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := prog.Kernel(c, "vecadd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 512
+		type chain struct {
+			st      *client.Stream
+			buf     *client.Buffer
+			x, y    uint64
+			base    func(i int) float32 // x's values before the launches counted
+			applied int                 // launches since
+		}
+		var chains [2]*chain
+		for j := range chains {
+			st, err := s.CreateStream(c, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf, err := s.CreateBuffer(c, 12*n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			init := make([]byte, 12*n)
+			for i := range n {
+				binary.LittleEndian.PutUint32(init[4*i:], math.Float32bits(float32(i*(j+1))))
+				binary.LittleEndian.PutUint32(init[4*n+4*i:], math.Float32bits(float32(i*(j+1))))
+				binary.LittleEndian.PutUint32(init[8*n+4*i:], math.Float32bits(1))
+			}
+			if err := buf.Write(c, 0, init); err != nil {
+				t.Fatal(err)
+			}
+			jj := j
+			chains[j] = &chain{st: st, buf: buf, x: buf.Addr(), y: buf.Addr() + 4*n, base: func(i int) float32 { return float32(i * (jj + 1)) }}
+		}
+		rng := rand.New(rand.NewPCG(uint64(seed), 29))
+		refused := false
+		mustAsk := true // a request other than a launch since the last synchronize that succeeded
+		sync := func(op int) {
+			_, asked0 := s.WatchCounts()
+			var err error
+			switch which := rng.IntN(3); which {
+			case 0:
+				err = s.Synchronize(c)
+			default:
+				err = chains[which-1].st.Synchronize(c)
+			}
+			if refused != (err != nil) {
+				t.Fatalf("seed %d, op %d: synchronize = %v after a refused launch: %v", seed, op, err, refused)
+			}
+			if _, asked := s.WatchCounts(); mustAsk && asked == asked0 {
+				t.Fatalf("seed %d, op %d: a synchronize after a request other than a launch waited on the page", seed, op)
+			}
+			refused, mustAsk = false, err != nil
+		}
+		for op := range 80 {
+			ch := chains[rng.IntN(2)]
+			cfg := client.LaunchConfig{Grid: client.Dim3{X: n / 256}, Block: client.Dim3{X: 256}, Stream: ch.st}
+			switch r := rng.IntN(10); {
+			case r < 5: // x + 1 into y
+				if err := s.Launch(k, cfg, ch.x, ch.buf.Addr()+8*n, ch.y, n); err != nil {
+					t.Fatal(err)
+				}
+				ch.x, ch.y = ch.y, ch.x
+				ch.applied++
+			case r < 7:
+				sync(op)
+			case r < 8: // x set to 7 on its stream, after what came before
+				if err := s.Memset(client.Addr(ch.x), math.Float32bits(7), 4, n, ch.st); err != nil {
+					t.Fatal(err)
+				}
+				ch.base, ch.applied = func(int) float32 { return 7 }, 0
+				mustAsk = true
+			case r < 9: // refused: three bytes of parameters
+				if err := s.LaunchRaw(k, cfg, []byte{1, 2, 3}); err != nil {
+					t.Fatal(err)
+				}
+				refused = true
+			default: // synchronized, then every chain read back
+				sync(op)
+				for j, ch := range chains {
+					out := make([]byte, 4*n)
+					if err := ch.buf.Read(c, ch.x-ch.buf.Addr(), out); err != nil {
+						t.Fatal(err)
+					}
+					for i := range n {
+						if got, want := math.Float32frombits(binary.LittleEndian.Uint32(out[4*i:])), ch.base(i)+float32(ch.applied); got != want {
+							t.Fatalf("seed %d, op %d, chain %d: x[%d] = %v, want %v", seed, op, j, i, got, want)
+						}
+					}
+				}
+				mustAsk = true
+			}
+		}
+		watched, asked := s.WatchCounts()
+		t.Logf("seed %d: %d synchronizes on the page, %d in the driver", seed, watched, asked)
+		s.Close()
 	}
 }
