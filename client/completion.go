@@ -175,20 +175,30 @@ func (c *completion) wait(targets []v1.FenceTarget, done <-chan struct{}) bool {
 			i++
 			continue
 		}
-		waited := time.Since(start)
-		if waited >= c.poll {
+		if !c.keepWatching(start, done) {
 			return false
-		}
-		if waited >= completionSpin {
-			select {
-			case <-done:
-				return false // the connection ended: the driver says why
-			default:
-			}
-			ring.Yield()
 		}
 	}
 	return !c.view.Faulted()
+}
+
+// keepWatching is a page wait's step between looks: false once it has
+// watched for the driver's time (since start) or the connection ended (the
+// driver says why); else it spins for a while, then yields the CPU.
+func (c *completion) keepWatching(start time.Time, done <-chan struct{}) bool {
+	waited := time.Since(start)
+	if waited >= c.poll {
+		return false
+	}
+	if waited >= completionSpin {
+		select {
+		case <-done:
+			return false
+		default:
+		}
+		ring.Yield()
+	}
+	return true
 }
 
 // watchWait waits on the page alone for every launch the session wrote, if
@@ -221,17 +231,8 @@ func (c *completion) watchWait(done <-chan struct{}) bool {
 			if c.view.Calls() != calls || !c.view.Watching() {
 				return false // an error to hear of: the driver says it
 			}
-			waited := time.Since(start)
-			if waited >= c.poll {
+			if !c.keepWatching(start, done) {
 				return false
-			}
-			if waited >= completionSpin {
-				select {
-				case <-done:
-					return false
-				default:
-				}
-				ring.Yield()
 			}
 		}
 	}
