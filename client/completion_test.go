@@ -29,6 +29,34 @@ tenants:
 	return cfg
 }
 
+// watchingService opens a session of the service tenant on env, on rings
+// (else the test is skipped) and watching its launches ($GPUOS_SYNC_CLIENT
+// is the caller's), and loads the vecadd kernel into it.
+func watchingService(t *testing.T, env *testenv.Env) (*client.Session, *client.Kernel) {
+	t.Helper()
+	image, err := os.ReadFile(filepath.Join("..", "testdata", "kernels", "vecadd.ptx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ctx(t)
+	s := env.Session(t, env.Dial(t, client.Options{Tenant: "svc"}), client.SessionOptions{Label: "svc"})
+	if s.Transport() != client.TransportRing {
+		t.Skip("no rings here")
+	}
+	if !s.WatchesLaunches() || !s.ClientCompletion() {
+		t.Fatalf("the service: watches %v, client completion %v; want both", s.WatchesLaunches(), s.ClientCompletion())
+	}
+	prog, err := s.LoadProgram(c, image, "vecadd.ptx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := prog.Kernel(c, "vecadd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, k
+}
+
 // A high-class session on rings waits for its work on its completion page
 // (ClientCompletion), by default and asking for its words
 // ($GPUOS_SYNC_CLIENT=1); the others, and one told not to
@@ -127,35 +155,12 @@ func TestClientCompletion(t *testing.T) {
 // kernel ended would show in them.
 func TestWatchLaunches(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{Config: serviceTenants(t)})
-	image, err := os.ReadFile(filepath.Join("..", "testdata", "kernels", "vecadd.ptx"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Setenv(client.ClientCompletionEnv, "watch")
 	c := ctx(t)
-	open := func(tenant string) *client.Session {
-		cl := env.Dial(t, client.Options{Tenant: tenant})
-		s := env.Session(t, cl, client.SessionOptions{Label: tenant})
-		if s.Transport() != client.TransportRing {
-			t.Skip("no rings here")
-		}
-		return s
-	}
-	if s := open("batch"); s.WatchesLaunches() {
+	if s := env.Session(t, env.Dial(t, client.Options{Tenant: "batch"}), client.SessionOptions{Label: "batch"}); s.WatchesLaunches() {
 		t.Fatal("a session of the normal class watches its launches")
 	}
-	s := open("svc")
-	if !s.WatchesLaunches() || !s.ClientCompletion() {
-		t.Fatalf("the service: watches %v, client completion %v; want both", s.WatchesLaunches(), s.ClientCompletion())
-	}
-	prog, err := s.LoadProgram(c, image, "vecadd.ptx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := prog.Kernel(c, "vecadd")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, k := watchingService(t, env)
 	st, err := s.CreateStream(c, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -257,25 +262,9 @@ func TestWatchLaunches(t *testing.T) {
 // synchronize, whichever goroutine's launches the page was waiting for.
 func TestWatchLaunchesConcurrent(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{Config: serviceTenants(t)})
-	image, err := os.ReadFile(filepath.Join("..", "testdata", "kernels", "vecadd.ptx"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Setenv(client.ClientCompletionEnv, "watch")
 	c := ctx(t)
-	cl := env.Dial(t, client.Options{Tenant: "svc"})
-	s := env.Session(t, cl, client.SessionOptions{Label: "svc"})
-	if !s.WatchesLaunches() {
-		t.Skip("the session does not watch its launches (no rings?)")
-	}
-	prog, err := s.LoadProgram(c, image, "vecadd.ptx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := prog.Kernel(c, "vecadd")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, k := watchingService(t, env)
 	const n, rounds, workers = 1024, 12, 3
 	var wg sync.WaitGroup
 	for g := range workers {
@@ -344,26 +333,10 @@ func TestWatchLaunchesConcurrent(t *testing.T) {
 // that work is done).
 func TestWatchLaunchesRandom(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{Config: serviceTenants(t)})
-	image, err := os.ReadFile(filepath.Join("..", "testdata", "kernels", "vecadd.ptx"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Setenv(client.ClientCompletionEnv, "watch")
 	c := ctx(t)
 	for seed := range int64(4) {
-		cl := env.Dial(t, client.Options{Tenant: "svc"})
-		s := env.Session(t, cl, client.SessionOptions{Label: "svc"})
-		if !s.WatchesLaunches() {
-			t.Skip("the session does not watch its launches (no rings?)")
-		}
-		prog, err := s.LoadProgram(c, image, "vecadd.ptx")
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, err := prog.Kernel(c, "vecadd")
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, k := watchingService(t, env)
 		const n = 512
 		type chain struct {
 			st      *client.Stream
