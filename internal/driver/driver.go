@@ -119,6 +119,9 @@ func New(opts Options) (*Driver, error) {
 		opts.Victims = pol.mem
 	}
 	opts.Sched.OnEject = pol.schedEjected
+	if latencyLog() != "" {
+		opts.Sched.CountIssuing = true // the latency log says what issued beside each launch
+	}
 	mo, err := memoryOptions(dev, opts, hooks)
 	if err != nil {
 		dev.Close()

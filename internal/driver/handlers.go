@@ -768,7 +768,7 @@ func (lc *launchCmd) close() []launchArgs {
 func (lc *launchCmd) issue() error {
 	more := lc.close() // fence is final once it is closed
 	if st := lc.stamps; st != nil && st.issue0.IsZero() {
-		st.beside = lc.s.d.sched.InDriver() - 1 // this command is one of them
+		st.beside = max(lc.s.d.sched.InDriver()-1, -1) // this command is one of them; -1: not counted
 	}
 	start := time.Now()
 	err := lc.st.Launch(lc.first.fn, lc.first.cfg, lc.first.params)

@@ -172,9 +172,12 @@ type joinFixture struct {
 	id     uint64
 }
 
-func newJoinFixture(t *testing.T) *joinFixture {
+func newJoinFixture(t *testing.T) *joinFixture { return newJoinFixtureWith(t, Options{}) }
+
+// newJoinFixtureWith is newJoinFixture with the driver's options.
+func newJoinFixtureWith(t *testing.T, opts Options) *joinFixture {
 	rec := &recorder{gate: make(chan struct{})}
-	f := newScriptFixture(t, newDriverOn(t, recBackend{sim.New(sim.Options{Memory: 256 << 20}), rec}, Options{}), "join")
+	f := newScriptFixture(t, newDriverOn(t, recBackend{sim.New(sim.Options{Memory: 256 << 20}), rec}, opts), "join")
 	f.rec = rec
 	return f
 }

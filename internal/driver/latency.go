@@ -50,7 +50,7 @@ type launchStamps struct {
 	recv, issue0, issue1, synced, done time.Time
 	submit                             time.Time // handed to the scheduler (after recv, before issue0)
 	locked                             time.Time // the scheduler's lock taken for it (after submit)
-	beside                             int       // other goroutines issuing commands as its issue began (sched.InDriver)
+	beside                             int       // other goroutines issuing commands as its issue began (sched.InDriver; -1: not counted)
 	served                             time.Time // the handler returned (the serving goroutine free again)
 	fenced                             time.Time // the fence behind the launch enqueued (zero: none)
 	expressed                          bool      // the scheduler's express lane issued it
@@ -239,7 +239,7 @@ func (l *latencyRec) write(path, who string) {
 // then when it was handed to the scheduler, when its handler returned, when
 // the fence behind it was enqueued, whether the hedge's helper served it (1),
 // when the scheduler's lock was taken for it, and how many other goroutines
-// were issuing commands as its issue began.
+// were issuing commands as its issue began (-1: the scheduler did not count).
 func writeLatencyCSV(path, who string, stamps []launchStamps) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {

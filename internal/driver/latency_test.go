@@ -9,12 +9,13 @@ import (
 	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
+	"github.com/gpuos/gpuos/internal/sched"
 )
 
 // With the latency diagnostic on, a session stamps each launch command's
 // stages and writes their percentiles and slowest commands when asked.
 func TestLaunchLatencyStages(t *testing.T) {
-	f := newJoinFixture(t)
+	f := newJoinFixtureWith(t, Options{Sched: sched.Options{CountIssuing: true}}) // as with $GPUOS_LATENCY_LOG
 	f.s.latency = &latencyRec{}
 	f.s.joinFixed = 1 // a command a launch
 	for range 3 {
@@ -171,7 +172,7 @@ func TestChunked(t *testing.T) {
 // A session that polls fences stamps when the fence behind a launch was
 // enqueued: after cuLaunchKernel returned, before the command completed.
 func TestLaunchLatencyFenced(t *testing.T) {
-	f := newScriptFixture(t, newTestDriver(t, 256<<20, Options{}), "fenced")
+	f := newScriptFixture(t, newTestDriver(t, 256<<20, Options{Sched: sched.Options{CountIssuing: true}}), "fenced")
 	f.s.latency = &latencyRec{}
 	f.s.fencePoll.Store(int64(time.Millisecond))
 	// Prefence off: the script's requests are not on the session's ring,

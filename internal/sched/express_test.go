@@ -497,12 +497,23 @@ func TestTimeLock(t *testing.T) {
 	}
 }
 
-// InDriver counts the goroutines issuing commands: a command's Issue sees
-// itself, a service's command issued by the express lane while a
-// best-effort one is stuck in its Issue sees both, and none are left once
-// both returned.
+// InDriver counts the goroutines issuing commands, with CountIssuing: a
+// command's Issue sees itself, a service's command issued by the express
+// lane while a best-effort one is stuck in its Issue sees both, and none
+// are left once both returned. Without CountIssuing it says so (-1).
 func TestInDriver(t *testing.T) {
-	s := newServiceSched(t, sched.Options{Device: &fakeDevice{}}, "priority")
+	off := newServiceSched(t, sched.Options{Device: &fakeDevice{}}, "priority")
+	offQ := newQueue(t, off, sched.QueueParams{Tenant: "service", Session: 1, Depth: 8})
+	offSt := newFakeStream(true)
+	uncounted := 0
+	if err := offQ.Submit(tctx(t), &sched.Command{Kind: sched.Compute, Stream: offSt, Issue: func() error { uncounted = off.InDriver(); return offSt.op() }}); err != nil {
+		t.Fatal(err)
+	}
+	if uncounted != -1 {
+		t.Errorf("without CountIssuing, InDriver = %d, want -1", uncounted)
+	}
+
+	s := newServiceSched(t, sched.Options{Device: &fakeDevice{}, CountIssuing: true}, "priority")
 	be := newQueue(t, s, sched.QueueParams{Tenant: "be", Session: 1, Depth: 8})
 	svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 2, Depth: 8})
 	ctx := tctx(t)

@@ -94,6 +94,10 @@ type Options struct {
 	// goroutine run first, those of the best-effort tenants under load
 	// included, while a service's synchronize polls for its launch.
 	Yield func()
+	// CountIssuing has the scheduler count the goroutines issuing commands
+	// (InDriver), for latency diagnostics: off, the issue path takes no
+	// shared counter.
+	CountIssuing bool
 	// NoExpress turns the express lane off (express.go): a high-class
 	// command then waits for the dispatch token like any other. For
 	// measuring what the lane gives.
@@ -220,9 +224,9 @@ type Scheduler struct {
 	epoch time.Time
 
 	// inDriver counts the goroutines issuing commands (their backend
-	// calls, between the lock's release and its retaking in issueLocked):
-	// for latency diagnostics (InDriver). On a line of its own, away from
-	// the lock.
+	// calls, between the lock's release and its retaking in issueLocked),
+	// with Options.CountIssuing: for latency diagnostics (InDriver). On a
+	// line of its own, away from the lock.
 	_        [64]byte
 	inDriver atomic.Int32
 	_        [60]byte
@@ -1066,8 +1070,13 @@ func (sq *streamQ) pop() *Command {
 // making backend calls for them (a command's Issue, its events, its turn's
 // gate): read by a command's own Issue, it counts that command too. For
 // latency diagnostics: whether a latency-critical launch's driver call
-// overlapped other tenants'.
-func (s *Scheduler) InDriver() int { return int(s.inDriver.Load()) }
+// overlapped other tenants'. Without Options.CountIssuing, -1.
+func (s *Scheduler) InDriver() int {
+	if !s.opts.CountIssuing {
+		return -1
+	}
+	return int(s.inDriver.Load())
+}
 
 // LowClassPoll is how often the low class's completion waiters query their
 // events (Options.LowClassPoll after its default; negative: they wait in

@@ -275,7 +275,7 @@ func stageGroups(tr []traceRow, launches, syncs []stampRow, phase, settle time.D
 			if len(x) > 9 && x[9] != 0 && x[5] != 0 { // the scheduler's lock taken
 				st["S->K"], st["K->I0"] = us(x[9]-x[5]), us(I0-x[9])
 			}
-			if len(x) > 10 { // other goroutines issuing as its issue began
+			if len(x) > 10 && x[10] >= 0 { // other goroutines issuing as its issue began (-1: not counted)
 				st[besideKey] = float64(x[10])
 			}
 		}
