@@ -330,9 +330,6 @@ func (d *Driver) Close() error {
 		<-s.done
 	}
 	d.pol.close()
-	if n, held := d.sched.HeldLow(); n > 0 {
-		d.log.Info("low class held for high-class launches", "waits", n, "held", held)
-	}
 	d.sched.Close()
 	d.staging.close()
 	if d.reserved != nil {

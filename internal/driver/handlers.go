@@ -536,11 +536,6 @@ func (s *Session) launch(ctx context.Context, m *v1.Launch, fence, byHelper bool
 	if s.latency != nil {
 		recv = time.Now()
 	}
-	if s.queue.Class() == sched.ClassHigh {
-		// The low class waits for this launch's issue (sched.Options.HoldLow).
-		s.holdLow()
-		defer s.releaseLow()
-	}
 	// Every Launch request counts for a watching client, which counted it
 	// when it wrote it: one that fails has its number skipped (the error
 	// sends the client's synchronize to the driver).
@@ -807,24 +802,7 @@ func (lc *launchCmd) issue() error {
 			}
 		}
 	}
-	lc.s.releaseLow()
 	return err
-}
-
-// holdLow has the low class wait for the session's launch until it is
-// issued (sched.Scheduler.HoldLow), once per launch in flight from the
-// serving goroutine; releaseLow ends it, from whichever comes first: the
-// launch's issue or the end of its handler.
-func (s *Session) holdLow() {
-	if !s.holdingLow.Swap(true) {
-		s.d.sched.HoldLow()
-	}
-}
-
-func (s *Session) releaseLow() {
-	if s.holdingLow.Load() && s.holdingLow.Swap(false) {
-		s.d.sched.ReleaseLow()
-	}
 }
 
 // noteIssue keeps a moving average of the time one launch takes to issue.

@@ -38,7 +38,7 @@ func (s *Session) pollsLowFences() bool {
 	return lowFencePollOn.Load() && s.d.sched.LowClassPoll() > 0 && s.queue.Class() == sched.ClassLow
 }
 
-// pollLowFence waits for a fence's event by querying it (sched.PollLow):
+// pollLowFence waits for a fence's event by querying it (sched.PollEvent):
 // at once, then after three quarters of the session's recent fence waits
 // (sched.LowPollFirst: at least the low class's poll period, at most 5 ms),
 // then after naps that start at the poll period and double up to an eighth
@@ -49,7 +49,7 @@ func (s *Session) pollLowFence(ev backend.Event) error {
 	period := s.d.sched.LowClassPoll()
 	expect := time.Duration(s.fenceExpect.Load())
 	began := time.Now()
-	err := s.d.sched.PollLow(ev, sched.LowPollFirst(0, expect, period), period, max(expect/8, period))
+	err := sched.PollEvent(ev, sched.LowPollFirst(0, expect, period), period, max(expect/8, period))
 	// A moving average; two waits ending at once may lose one's update.
 	s.fenceExpect.Store(int64(expect + (time.Since(began)-expect)/4))
 	return err

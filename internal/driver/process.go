@@ -59,12 +59,6 @@ const BlockingWaitEnv = "GPUOS_SCHED_WAIT"
 // (they wait in the backend). For measuring; unset, the scheduler's default.
 const LowClassPollEnv = "GPUOS_SCHED_LOWPOLL"
 
-// HoldLowEnv sets how long at most the low class's goroutines wait before a
-// driver call while a high-class launch is between its receipt and its
-// issue (sched.Options.HoldLow): a duration, or unset or off (they never
-// wait).
-const HoldLowEnv = "GPUOS_HOLD_LOW"
-
 // LowClassPaceEnv, set to "0", makes the low class's completion waiters look
 // every poll period from the start (sched.Options.NoLowClassPace). For
 // measuring.
@@ -158,10 +152,6 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	holdLow, err := durationOrOff(HoldLowEnv)
-	if err != nil {
-		return err
-	}
 	for _, r := range []windowRecorder{goTraceWindow, cpuProfileWindow} {
 		if _, err := r.startWindow(ctx, log); err != nil {
 			return err
@@ -171,7 +161,7 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 	d, err := New(Options{Backend: choice.Backend, Ordinal: *device, Audit: al, Limits: lim,
 		DeviceMemoryLimit: *devMem, Log: log, SwapLimit: *swap, SwapReserve: *swapReserve, MinResidency: *minRes, ReserveSMs: *reserveSMs,
 		Sched: sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0", NoHighFirst: os.Getenv(NoHighFirstEnv) == "0", SliceTarget: slice,
-			BlockingWait: os.Getenv(BlockingWaitEnv) == "block", LowClassPoll: lowPoll, HoldLow: holdLow,
+			BlockingWait: os.Getenv(BlockingWaitEnv) == "block", LowClassPoll: lowPoll,
 			NoLowClassPace: os.Getenv(LowClassPaceEnv) == "0", NoHighClassStart: os.Getenv(HighClassStartEnv) == "0"}})
 	if err != nil {
 		return err

@@ -69,7 +69,6 @@ type Session struct {
 	syncStreams     []backend.Stream               // settle's scratch
 	fences          []backend.Fence                // awaitStreams' scratch
 	fencePoll       atomic.Int64                   // how long synchronizing calls poll fences (fencePoll), set when the rings open
-	holdingLow      atomic.Bool                    // a launch holds the low class (holdLow)
 	reapDue         atomic.Bool                    // a synchronizing call saw its fences reached: reap after the answer
 	completion      atomic.Pointer[completionPage] // completion on the client's side (completion.go)
 	prefenceDue     atomic.Bool                    // work was submitted: fence it after the answer (prefence)

@@ -328,11 +328,7 @@ func (s *Scheduler) issueMarkerLocked(sq *streamQ) {
 	q.issuing++
 	q.markDirty(sq)
 	q.st.QueueDelay += time.Duration(max(s.clk-c.queued, 0))
-	low := q.t.class() == ClassLow
 	s.mu.Unlock()
-	if low {
-		s.waitHeld()
-	}
 	if s.opts.CountIssuing {
 		s.inDriver.Add(1)
 	}
@@ -464,11 +460,7 @@ func (s *Scheduler) issueLocked(a *action) {
 	// may end at the command's own fence (fenceend.go).
 	fenceable := track && p.unstarted && a.hi == 0 && q.own && q.waiting == 0
 	c.EndFence = nil
-	low := t.class() == ClassLow
 	s.mu.Unlock()
-	if low {
-		s.waitHeld()
-	}
 	if s.opts.CountIssuing {
 		s.inDriver.Add(1)
 	}

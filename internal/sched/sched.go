@@ -98,11 +98,6 @@ type Options struct {
 	// (InDriver), for latency diagnostics: off, the issue path takes no
 	// shared counter.
 	CountIssuing bool
-	// HoldLow is how long at most a low-class goroutine waits, before a
-	// driver call (an issue, a completion query), while a high-class
-	// command is on its way to the driver (HoldLow, holdlow.go); 0: it
-	// never waits.
-	HoldLow time.Duration
 	// NoExpress turns the express lane off (express.go): a high-class
 	// command then waits for the dispatch token like any other. For
 	// measuring what the lane gives.
@@ -235,14 +230,6 @@ type Scheduler struct {
 	_        [64]byte
 	inDriver atomic.Int32
 	_        [60]byte
-	// urgent counts the high-class commands on their way to the driver
-	// (HoldLow); low-class goroutines wait for it before their driver
-	// calls with Options.HoldLow. Written only by those commands'
-	// submitters, on a line of its own.
-	urgent atomic.Int32
-	_      [60]byte
-	// heldLow and heldLowNs count the waits it caused (HeldLow).
-	heldLow, heldLowNs atomic.Int64
 
 	mu       sync.Mutex
 	tenants  []*tenant

@@ -192,7 +192,7 @@ func (s *Scheduler) wait(w *waiter) {
 		began := time.Now()
 		var err error
 		if poll {
-			err = s.PollLow(end, first, s.opts.LowClassPoll, s.opts.LowClassPoll)
+			err = PollEvent(end, first, s.opts.LowClassPoll, s.opts.LowClassPoll)
 		} else {
 			err = end.Synchronize()
 		}
@@ -229,15 +229,7 @@ func (s *Scheduler) afterCompletionsLocked(dones []*Command) {
 // no longer), until it completes or fails. The scheduler's low-class
 // waiters look every period; the driver's low-class fence waits double.
 func PollEvent(ev backend.Event, first, period, maxNap time.Duration) error {
-	return pollEvent(ev, first, period, maxNap, nil)
-}
-
-// pollEvent is PollEvent, calling before (if not nil) ahead of each query.
-func pollEvent(ev backend.Event, first, period, maxNap time.Duration, before func()) error {
 	for nap, next := first, period; ; nap, next = next, max(min(2*next, maxNap), period) {
-		if before != nil {
-			before()
-		}
 		done, err := ev.Query()
 		if err != nil || done {
 			return err
