@@ -1,15 +1,20 @@
 package driver
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/sched"
+	"golang.org/x/sys/unix"
 )
 
 // threadsWithNice returns this process's threads whose nice value is nice
@@ -80,4 +85,174 @@ func TestHighClassNice(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// threadsOnlyOn returns this process's threads that may run on cpu alone.
+func threadsOnlyOn(t *testing.T, cpu int) (tids []int) {
+	t.Helper()
+	tasks, err := filepath.Glob("/proc/self/task/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range tasks {
+		tid, _ := strconv.Atoi(filepath.Base(p))
+		var set unix.CPUSet
+		if unix.SchedGetaffinity(tid, &set) != nil {
+			continue // the thread ended meanwhile
+		}
+		if set.Count() == 1 && set.IsSet(cpu) {
+			tids = append(tids, tid)
+		}
+	}
+	return tids
+}
+
+// TestHighClassCPUs: with $GPUOS_HIGH_CPUS, a high-class session is served
+// on a thread of its own that runs only on those CPUs, which no other
+// goroutine gets after the session; sessions of other classes are served as
+// before. A malformed list is logged and the session served as usual.
+func TestHighClassCPUs(t *testing.T) {
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		t.Fatal(err)
+	}
+	if allowed.Count() < 2 {
+		t.Skip("one CPU allowed: a thread placed on it could not be told apart")
+	}
+	cpu := -1
+	for c := 0; c <= maxCPU; c++ {
+		if allowed.IsSet(c) {
+			cpu = c // the last allowed
+		}
+	}
+	if n := len(threadsOnlyOn(t, cpu)); n != 0 {
+		t.Skipf("%d threads already run on CPU %d alone", n, cpu)
+	}
+	t.Setenv(HighClassCPUsEnv, strconv.Itoa(cpu))
+	td := newTestDriver(t, 64<<20, Options{Sched: sched.Options{Policy: "priority"}})
+	for name, class := range map[string]sched.Class{"hp": sched.ClassHigh, "be": sched.ClassLow} {
+		if err := td.d.sched.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	be := td.session("be", 0)
+	be.must(&v1.Synchronize{}, nil)
+	if n := len(threadsOnlyOn(t, cpu)); n != 0 {
+		t.Fatalf("a best-effort session: %d threads on CPU %d alone, want 0", n, cpu)
+	}
+	hp := td.session("hp", 0)
+	hp.must(&v1.Synchronize{}, nil)
+	if n := len(threadsOnlyOn(t, cpu)); n != 1 {
+		t.Fatalf("a high-class session: %d threads on CPU %d alone, want 1", n, cpu)
+	}
+	hp.rpc.Close()
+	<-hp.s.Done()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		tids := threadsOnlyOn(t, cpu)
+		if len(tids) == 0 {
+			break // restored, or the thread ended
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("threads %v of the ended session still run on CPU %d alone", tids, cpu)
+		}
+	}
+
+	t.Setenv(HighClassCPUsEnv, "2-1")
+	bad := td.session("hp", 0)
+	bad.must(&v1.Synchronize{}, nil)
+	if n := len(threadsOnlyOn(t, cpu)); n != 0 {
+		t.Errorf("a malformed list: %d threads on CPU %d alone, want 0", n, cpu)
+	}
+}
+
+// TestKeepThreadsOff runs keepThreadsOff([the last allowed CPU]) in a child
+// process, then has it start threads (from an ordinary thread and from one
+// placed on that CPU, as a high-class session's is) and report every
+// thread that may run there: only the placed one may.
+func TestKeepThreadsOff(t *testing.T) {
+	if v := os.Getenv("GPUOS_TEST_KEEP_OFF"); v != "" {
+		keepThreadsOffChild(v)
+		return
+	}
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		t.Fatal(err)
+	}
+	if allowed.Count() < 2 {
+		t.Skip("one CPU allowed: no other to move threads to")
+	}
+	cpu := -1
+	for c := 0; c <= maxCPU; c++ {
+		if allowed.IsSet(c) {
+			cpu = c
+		}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKeepThreadsOff$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "GPUOS_TEST_KEEP_OFF="+strconv.Itoa(cpu))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "placed 1, others on it 0") {
+		t.Errorf("child, for CPU %d:\n%s", cpu, out)
+	}
+
+	if err := keepThreadsOff([]int{}); err != nil {
+		t.Errorf("keepThreadsOff of no CPUs: %v", err)
+	}
+	var all []int
+	for c := 0; c <= maxCPU; c++ {
+		if allowed.IsSet(c) {
+			all = append(all, c)
+		}
+	}
+	if err := keepThreadsOff(all); err == nil {
+		t.Error("keepThreadsOff of every allowed CPU: no error")
+	}
+}
+
+func keepThreadsOffChild(v string) {
+	cpu, _ := strconv.Atoi(v)
+	if err := keepThreadsOff([]int{cpu}); err != nil {
+		fmt.Println("keepThreadsOff:", err)
+		os.Exit(1)
+	}
+	// Threads started from the ordinary threads, and from a placed one.
+	hold := make(chan struct{})
+	var started sync.WaitGroup
+	startLocked := func(n int) {
+		for range n {
+			started.Add(1)
+			go func() { runtime.LockOSThread(); started.Done(); <-hold }()
+		}
+	}
+	startLocked(4)
+	placed := make(chan int)
+	go func() {
+		if _, err := placeThread(0, false, []int{cpu}); err != nil {
+			fmt.Println("placeThread:", err)
+			os.Exit(1)
+		}
+		startLocked(4)
+		placed <- unix.Gettid()
+		<-hold
+	}()
+	tid := <-placed
+	started.Wait()
+	tasks, _ := os.ReadDir("/proc/self/task")
+	on, others := 0, 0
+	for _, e := range tasks {
+		id, _ := strconv.Atoi(e.Name())
+		var set unix.CPUSet
+		if unix.SchedGetaffinity(id, &set) != nil || !set.IsSet(cpu) {
+			continue
+		}
+		if id == tid {
+			on++
+		} else {
+			others++
+		}
+	}
+	fmt.Printf("threads %d, placed %d, others on it %d\n", len(tasks), on, others)
+	close(hold)
 }

@@ -8,6 +8,10 @@ import (
 	"github.com/gpuos/gpuos/internal/backend"
 )
 
-func raiseThread(int) (func(), error) {
-	return nil, fmt.Errorf("thread priority: %w", backend.ErrUnsupported)
+func placeThread(int, bool, []int) (func(), error) {
+	return nil, fmt.Errorf("thread priority and CPUs: %w", backend.ErrUnsupported)
+}
+
+func keepThreadsOff([]int) error {
+	return fmt.Errorf("thread CPUs: %w", backend.ErrUnsupported)
 }

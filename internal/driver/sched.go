@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -200,6 +201,59 @@ func highClassNice() (int, bool) {
 		return 0, false
 	}
 	return v, true
+}
+
+// HighClassCPUsEnv, set to a list of CPUs ("15", "12-15", "3,7"), makes the
+// goroutine serving a high-class session run on an OS thread of its own
+// that runs only on those CPUs. Keeping the daemon's other threads and
+// other processes off them is the operator's part (taskset, cpusets): the
+// daemon places only the service's thread. Malformed or refused, the
+// session is served as usual and the error logged. Unset: off.
+const HighClassCPUsEnv = "GPUOS_HIGH_CPUS"
+
+// maxCPU bounds a CPU number in a list (the kernel's default CPU mask).
+const maxCPU = 1023
+
+// parseCPUList reads a list of CPUs as Linux writes them: numbers and
+// ranges separated by commas ("0-3,8"). An empty list is an error.
+func parseCPUList(list string) ([]int, error) {
+	var cpus []int
+	seen := map[int]bool{}
+	for _, part := range strings.Split(list, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		first, err := strconv.Atoi(lo)
+		last := first
+		if err == nil && isRange {
+			last, err = strconv.Atoi(hi)
+		}
+		if err != nil || first < 0 || last < first || last > maxCPU {
+			return nil, fmt.Errorf("CPU list %q: bad entry %q", list, part)
+		}
+		for c := first; c <= last; c++ {
+			if !seen[c] {
+				seen[c] = true
+				cpus = append(cpus, c)
+			}
+		}
+	}
+	return cpus, nil
+}
+
+// highClassThread places the calling goroutine's thread as
+// $GPUOS_HIGH_NICE and $GPUOS_HIGH_CPUS ask (placeThread); restore is nil
+// if they ask for nothing.
+func highClassThread() (restore func(), err error) {
+	nice, setNice := highClassNice()
+	var cpus []int
+	if v := os.Getenv(HighClassCPUsEnv); v != "" {
+		if cpus, err = parseCPUList(v); err != nil {
+			return nil, fmt.Errorf("%s: %w", HighClassCPUsEnv, err)
+		}
+	}
+	if !setNice && len(cpus) == 0 {
+		return nil, nil
+	}
+	return placeThread(nice, setNice, cpus)
 }
 
 // queueParams describes a new session's queue.

@@ -142,10 +142,10 @@ func (s *Session) rights() v1.Rights {
 }
 
 func (s *Session) serve(conn *wire.Conn) {
-	if nice, ok := highClassNice(); ok && s.d.sched.TenantClass(s.tenant.name) == sched.ClassHigh {
-		if restore, err := raiseThread(nice); err != nil {
-			s.d.log.Warn("high-class session: thread priority not raised", "session", s.id, "nice", nice, "err", err)
-		} else {
+	if s.d.sched.TenantClass(s.tenant.name) == sched.ClassHigh {
+		if restore, err := highClassThread(); err != nil {
+			s.d.log.Warn("high-class session: thread not placed", "session", s.id, "err", err)
+		} else if restore != nil {
 			defer restore()
 		}
 	}
