@@ -205,10 +205,11 @@ func highClassNice() (int, bool) {
 
 // HighClassCPUsEnv, set to a list of CPUs ("15", "12-15", "3,7"), makes the
 // goroutine serving a high-class session run on an OS thread of its own
-// that runs only on those CPUs. Keeping the daemon's other threads and
-// other processes off them is the operator's part (taskset, cpusets): the
-// daemon places only the service's thread. Malformed or refused, the
-// session is served as usual and the error logged. Unset: off.
+// that runs only on those CPUs; the driver process moves its other threads
+// off them when it starts (RunProcess, keepThreadsOff), and a list it cannot
+// use stops it there. Keeping other processes off them is the operator's
+// part (taskset, cpusets). Refused for a session, the session is served as
+// usual and the error logged. Unset: off.
 const HighClassCPUsEnv = "GPUOS_HIGH_CPUS"
 
 // maxCPU bounds a CPU number in a list (the kernel's default CPU mask).
