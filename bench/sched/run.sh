@@ -49,6 +49,12 @@
 #               the report's bootstrap range of its P99 ratio (60: 60 pairs)
 #   SERVE_ENV   space-separated assignments for the daemon only (its
 #               drivers inherit them), e.g. SERVE_ENV=GOMAXPROCS=2
+#   SERVE_WRAP, HP_WRAP, BE_WRAP
+#               a command the daemon, the service (native and gpuos's) and
+#               the best-effort tenants (both) run under, which must exec
+#               them: e.g. the service's CPUs of its own (docs/scheduling.md)
+#               SERVE_ENV=GPUOS_HIGH_CPUS=15 SERVE_WRAP="taskset -c 0-11"
+#               BE_WRAP="taskset -c 0-11" HP_WRAP="taskset -c 12-14"
 #   DIAG=1      afterwards, the service alone and with the load again with
 #               every ring polling (GPUOS_RING_SPIN=$DIAG_SPIN, default 2ms):
 #               what waking an idle daemon costs the service (~30 s more)
@@ -67,6 +73,7 @@ PHASE=${PHASE:-500}
 ILDUR=${ILDUR:-$((2 * DUR))}
 SETTLE=${SETTLE:-25}
 SERVE_ENV=${SERVE_ENV:-X=1}
+SERVE_WRAP=${SERVE_WRAP:-} HP_WRAP=${HP_WRAP:-} BE_WRAP=${BE_WRAP:-} RUN_WRAP=
 # shellcheck source=bench/sched/workloads.sh
 source bench/sched/workloads.sh # PTX, HP, HP_PERIOD_US, BE, SHARES; checks BIN
 command -v nvcc >/dev/null || { echo "nvcc not found (add /usr/local/cuda/bin to PATH)" >&2; exit 2; }
@@ -111,9 +118,11 @@ nvcc -O2 -arch="$ARCH" -o "$OUT/native" bench/sched/native.cu
 # for DUR seconds, after starting up and warming up until then.
 start_in() { START=$(date -d "+$1 seconds" +%s.%N); }
 # RUNDUR (seconds) overrides DUR for one scenario.
-native() { "$OUT/native" "$@" --duration-s "${RUNDUR:-$DUR}" --start-at "$START"; }
-hp_native() { local label=$1; shift; native hp "${HP[@]}" --period-us "$HP_PERIOD_US" --label "$label" "$@"; }
-be_native() { local label=$1; shift; native be "${BE[@]}" --label "$label" "$@"; }
+# RUN_WRAP (HP_WRAP, BE_WRAP) is the command a process runs under.
+# shellcheck disable=SC2086 # RUN_WRAP is a command line
+native() { $RUN_WRAP "$OUT/native" "$@" --duration-s "${RUNDUR:-$DUR}" --start-at "$START"; }
+hp_native() { local label=$1; shift; RUN_WRAP=$HP_WRAP native hp "${HP[@]}" --period-us "$HP_PERIOD_US" --label "$label" "$@"; }
+be_native() { local label=$1; shift; RUN_WRAP=$BE_WRAP native be "${BE[@]}" --label "$label" "$@"; }
 echo "   service alone";           start_in "$WARM"; hp_native alone > "$OUT/native-hp-alone.json"
 echo "   best effort alone (two)"; start_in "$WARM"; be_native alone > "$OUT/native-be-alone-1.json" & be_native alone > "$OUT/native-be-alone-2.json"; wait
 echo "   all three";               start_in "$WARM"
@@ -143,7 +152,7 @@ SERVE=
 serve() {
 	local log=${1:-$OUT/serve.log} config=${2:-$OUT/sched.yaml}
 	# shellcheck disable=SC2086 # SERVE_ENV splits into assignments
-	env $SERVE_ENV "$BIN/gpuos" serve --backend cuda --config "$config" --socket "$GPUOS_SOCKET" --audit "$OUT/audit.jsonl" >> "$log" 2>&1 &
+	env $SERVE_ENV $SERVE_WRAP "$BIN/gpuos" serve --backend cuda --config "$config" --socket "$GPUOS_SOCKET" --audit "$OUT/audit.jsonl" >> "$log" 2>&1 &
 	SERVE=$!
 	for i in $(seq 1 100); do
 		GPUOS_TOKEN=hp "$BIN/gpuos" policy list > /dev/null 2>&1 && return 0
@@ -180,16 +189,17 @@ watch() {
 	wait "$@"
 	kill $w 2>/dev/null || true
 }
-sb() { local tok=$1; shift; GPUOS_TOKEN=$tok "$BIN/schedbench" "$@" --ptx "$PTX" --duration "${RUNDUR:-$DUR}s" --start-at "$START"; }
+# shellcheck disable=SC2086 # RUN_WRAP is a command line
+sb() { local tok=$1; shift; GPUOS_TOKEN=$tok $RUN_WRAP "$BIN/schedbench" "$@" --ptx "$PTX" --duration "${RUNDUR:-$DUR}s" --start-at "$START"; }
 gp policy list | tee "$OUT/policies.txt"
 gp policy use priority
 hp_gpuos() {
 	local label=$1 trace=()
 	shift
 	[[ $TRACE != 0 ]] && trace=(--trace "$OUT/gpuos-hp-$label.trace.csv")
-	sb hp hp "${HP[@]}" --period "${HP_PERIOD_US}us" --label "$label" "${trace[@]}" "$@"
+	RUN_WRAP=$HP_WRAP sb hp hp "${HP[@]}" --period "${HP_PERIOD_US}us" --label "$label" "${trace[@]}" "$@"
 }
-be_gpuos() { local tok=$1 label=$2; shift 2; sb "$tok" be "${BE[@]}" --label "$label" "$@"; }
+be_gpuos() { local tok=$1 label=$2; shift 2; RUN_WRAP=$BE_WRAP sb "$tok" be "${BE[@]}" --label "$label" "$@"; }
 echo "   service alone";           start_in "$WARM"; hp_gpuos alone > "$OUT/gpuos-hp-alone.json" 2> "$OUT/gpuos-hp-alone.err" & watch $!
 gp ps --tenants > "$OUT/tenants-after-hp-alone.txt"
 echo "   best effort alone (two)"; start_in "$WARM"
