@@ -22,18 +22,14 @@ func placeThread(nice int, setNice bool, cpus []int) (restore func(), err error)
 	oldNice, niceSet := 0, false
 	var oldCPUs unix.CPUSet
 	cpusSet := false
-	undo := func() bool {
-		ok := true
-		if cpusSet && unix.SchedSetaffinity(0, &oldCPUs) != nil {
-			ok = false
-		}
+	undo := func() {
+		ok := !cpusSet || unix.SchedSetaffinity(0, &oldCPUs) == nil
 		if niceSet && unix.Setpriority(unix.PRIO_PROCESS, tid, oldNice) != nil {
 			ok = false
 		}
 		if ok {
 			runtime.UnlockOSThread()
 		}
-		return ok
 	}
 	if setNice {
 		prio, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
@@ -61,7 +57,7 @@ func placeThread(nice int, setNice bool, cpus []int) (restore func(), err error)
 		}
 		cpusSet = true
 	}
-	return func() { undo() }, nil
+	return undo, nil
 }
 
 // keepThreadsOff moves every thread of the process off cpus, onto the rest

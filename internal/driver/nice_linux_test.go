@@ -56,6 +56,17 @@ func TestHighClassNice(t *testing.T) {
 		t.Skip("threads of every positive nice value already")
 	}
 	t.Setenv(HighClassNiceEnv, strconv.Itoa(nice))
+	checkHighClassThread(t, fmt.Sprintf("with nice %d", nice), true, func() []int { return threadsWithNice(t, nice) })
+}
+
+// checkHighClassThread checks a placement of the high class's serving
+// thread, which placed finds: a best-effort session's thread is not placed,
+// a high-class session's is, and once that session ended no thread is (its
+// setting restored, or the thread ended; with mainMayKeep, the main thread,
+// left idle if it could not be restored, does not count). It returns the
+// driver, with tenants hp (high) and be (low).
+func checkHighClassThread(t *testing.T, what string, mainMayKeep bool, placed func() []int) *testDriver {
+	t.Helper()
 	td := newTestDriver(t, 64<<20, Options{Sched: sched.Options{Policy: "priority"}})
 	for name, class := range map[string]sched.Class{"hp": sched.ClassHigh, "be": sched.ClassLow} {
 		if err := td.d.sched.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
@@ -64,27 +75,45 @@ func TestHighClassNice(t *testing.T) {
 	}
 	be := td.session("be", 0)
 	be.must(&v1.Synchronize{}, nil)
-	if n := len(threadsWithNice(t, nice)); n != 0 {
-		t.Fatalf("a best-effort session: %d threads with nice %d, want 0", n, nice)
+	if n := len(placed()); n != 0 {
+		t.Fatalf("a best-effort session: %d threads %s, want 0", n, what)
 	}
 	hp := td.session("hp", 0)
 	hp.must(&v1.Synchronize{}, nil)
-	if n := len(threadsWithNice(t, nice)); n != 1 {
-		t.Fatalf("a high-class session: %d threads with nice %d, want 1", n, nice)
+	if n := len(placed()); n != 1 {
+		t.Fatalf("a high-class session: %d threads %s, want 1", n, what)
 	}
 	hp.rpc.Close()
 	<-hp.s.Done()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		tids := threadsWithNice(t, nice)
-		if len(tids) == 0 || (len(tids) == 1 && tids[0] == os.Getpid()) {
-			break // restored, or the thread ended, or it is the main thread, left idle
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		tids := placed()
+		if len(tids) == 0 || (mainMayKeep && len(tids) == 1 && tids[0] == os.Getpid()) {
+			return td
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("threads %v of the ended session still run with its nice value", tids)
+			t.Fatalf("threads %v of the ended session still run %s", tids, what)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// allowedCPUs returns the CPUs this thread may run on, skipping the test if
+// there is only one (a thread placed on it could not be told apart).
+func allowedCPUs(t *testing.T) []int {
+	t.Helper()
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	var cpus []int
+	for c := 0; c <= maxCPU; c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	if len(cpus) < 2 {
+		t.Skip("one CPU allowed")
+	}
+	return cpus
 }
 
 // threadsOnlyOn returns this process's threads that may run on cpu alone.
@@ -112,50 +141,13 @@ func threadsOnlyOn(t *testing.T, cpu int) (tids []int) {
 // goroutine gets after the session; sessions of other classes are served as
 // before. A malformed list is logged and the session served as usual.
 func TestHighClassCPUs(t *testing.T) {
-	var allowed unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
-		t.Fatal(err)
-	}
-	if allowed.Count() < 2 {
-		t.Skip("one CPU allowed: a thread placed on it could not be told apart")
-	}
-	cpu := -1
-	for c := 0; c <= maxCPU; c++ {
-		if allowed.IsSet(c) {
-			cpu = c // the last allowed
-		}
-	}
+	allowed := allowedCPUs(t)
+	cpu := allowed[len(allowed)-1]
 	if n := len(threadsOnlyOn(t, cpu)); n != 0 {
 		t.Skipf("%d threads already run on CPU %d alone", n, cpu)
 	}
 	t.Setenv(HighClassCPUsEnv, strconv.Itoa(cpu))
-	td := newTestDriver(t, 64<<20, Options{Sched: sched.Options{Policy: "priority"}})
-	for name, class := range map[string]sched.Class{"hp": sched.ClassHigh, "be": sched.ClassLow} {
-		if err := td.d.sched.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	be := td.session("be", 0)
-	be.must(&v1.Synchronize{}, nil)
-	if n := len(threadsOnlyOn(t, cpu)); n != 0 {
-		t.Fatalf("a best-effort session: %d threads on CPU %d alone, want 0", n, cpu)
-	}
-	hp := td.session("hp", 0)
-	hp.must(&v1.Synchronize{}, nil)
-	if n := len(threadsOnlyOn(t, cpu)); n != 1 {
-		t.Fatalf("a high-class session: %d threads on CPU %d alone, want 1", n, cpu)
-	}
-	hp.rpc.Close()
-	<-hp.s.Done()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		tids := threadsOnlyOn(t, cpu)
-		if len(tids) == 0 {
-			break // restored, or the thread ended
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("threads %v of the ended session still run on CPU %d alone", tids, cpu)
-		}
-	}
+	td := checkHighClassThread(t, fmt.Sprintf("on CPU %d alone", cpu), false, func() []int { return threadsOnlyOn(t, cpu) })
 
 	t.Setenv(HighClassCPUsEnv, "2-1")
 	bad := td.session("hp", 0)
@@ -174,19 +166,8 @@ func TestKeepThreadsOff(t *testing.T) {
 		keepThreadsOffChild(v)
 		return
 	}
-	var allowed unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
-		t.Fatal(err)
-	}
-	if allowed.Count() < 2 {
-		t.Skip("one CPU allowed: no other to move threads to")
-	}
-	cpu := -1
-	for c := 0; c <= maxCPU; c++ {
-		if allowed.IsSet(c) {
-			cpu = c
-		}
-	}
+	allowed := allowedCPUs(t)
+	cpu := allowed[len(allowed)-1]
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKeepThreadsOff$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "GPUOS_TEST_KEEP_OFF="+strconv.Itoa(cpu))
 	out, err := cmd.CombinedOutput()
@@ -197,13 +178,7 @@ func TestKeepThreadsOff(t *testing.T) {
 		t.Errorf("child, for CPU %d:\n%s", cpu, out)
 	}
 
-	var all []int // refused before any thread is moved
-	for c := 0; c <= maxCPU; c++ {
-		if allowed.IsSet(c) {
-			all = append(all, c)
-		}
-	}
-	if err := keepThreadsOff(all); err == nil {
+	if err := keepThreadsOff(allowed); err == nil { // refused before any thread is moved
 		t.Error("keepThreadsOff of every allowed CPU: no error")
 	}
 }
