@@ -13,10 +13,11 @@ import (
 )
 
 // TestMain lets the test binary act as gpuos itself when the manager starts it
-// as a driver process ("<binary> driver ...").
+// as a driver process ("<binary> driver ...") or a test starts it as a daemon
+// of its own ($GPUOS_TEST_AS_GPUOS=1).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "driver" {
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	if len(os.Args) > 1 && (os.Args[1] == "driver" || os.Getenv("GPUOS_TEST_AS_GPUOS") == "1") {
+		main()
 	}
 	os.Exit(m.Run())
 }

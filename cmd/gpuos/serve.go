@@ -8,6 +8,7 @@ import (
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/config"
+	"github.com/gpuos/gpuos/internal/driver"
 	"github.com/gpuos/gpuos/internal/manager"
 	"github.com/gpuos/gpuos/internal/metrics"
 )
@@ -35,6 +36,11 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9400 (default: off)")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
+	}
+	// First, so that every thread of the daemon, and the driver processes it
+	// starts, stay off the CPUs kept for high-class sessions.
+	if err := driver.KeepOffHighClassCPUs(); err != nil {
+		return err
 	}
 	cfg := config.Default()
 	if *configFile != "" {

@@ -122,8 +122,8 @@
 // instead of querying the event with naps between (lowfence.go);
 // $GPUOS_HIGH_NICE serves each high-class session on a thread of that nice
 // value; $GPUOS_HIGH_CPUS (a CPU list) on a thread that runs only on those
-// CPUs, after the driver process moved its other threads off them
-// (nice_linux.go). The cuda backend reads $GPUOS_CUDA_SCHED (how
+// CPUs, after gpuos serve and the driver process moved their other threads
+// off them (KeepOffHighClassCPUs, nice_linux.go). The cuda backend reads $GPUOS_CUDA_SCHED (how
 // the driver's synchronizing calls wait) and $GPUOS_CUDA_SLOW_LOG (driver
 // calls slower than $GPUOS_CUDA_SLOW).
 //

@@ -124,15 +124,9 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if v := os.Getenv(HighClassCPUsEnv); v != "" {
-		// Before the backend starts its threads: they inherit it.
-		cpus, err := parseCPUList(v)
-		if err == nil {
-			err = keepThreadsOff(cpus)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", HighClassCPUsEnv, err)
-		}
+	// Before the backend starts its threads: they inherit it.
+	if err := KeepOffHighClassCPUs(); err != nil {
+		return err
 	}
 	var simOpts sim.Options
 	if *simMem != "" {

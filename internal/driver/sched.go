@@ -205,11 +205,12 @@ func highClassNice() (int, bool) {
 
 // HighClassCPUsEnv, set to a list of CPUs ("15", "12-15", "3,7"), makes the
 // goroutine serving a high-class session run on an OS thread of its own
-// that runs only on those CPUs; the driver process moves its other threads
-// off them when it starts (RunProcess, keepThreadsOff), and a list it cannot
-// use stops it there. Keeping other processes off them is the operator's
-// part (taskset, cpusets). Refused for a session, the session is served as
-// usual and the error logged. Unset: off.
+// that runs only on those CPUs; the daemon (gpuos serve and its driver
+// processes) moves its other threads off them when it starts
+// (KeepOffHighClassCPUs), and a list it cannot use stops it there. Keeping
+// other processes off them is the operator's part (taskset, cpusets).
+// Refused for a session, the session is served as usual and the error
+// logged. Unset: off.
 const HighClassCPUsEnv = "GPUOS_HIGH_CPUS"
 
 // maxCPU bounds a CPU number in a list (the kernel's default CPU mask).
@@ -238,6 +239,26 @@ func parseCPUList(list string) ([]int, error) {
 		}
 	}
 	return cpus, nil
+}
+
+// KeepOffHighClassCPUs moves every thread of the calling process off the
+// CPUs $GPUOS_HIGH_CPUS names (keepThreadsOff), so that high-class sessions'
+// threads have them to themselves; threads and processes started afterwards
+// inherit that. Unset, it does nothing. gpuos serve calls it at its start and
+// the driver process in RunProcess; a list it cannot use stops either.
+func KeepOffHighClassCPUs() error {
+	v := os.Getenv(HighClassCPUsEnv)
+	if v == "" {
+		return nil
+	}
+	cpus, err := parseCPUList(v)
+	if err == nil {
+		err = keepThreadsOff(cpus)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", HighClassCPUsEnv, err)
+	}
+	return nil
 }
 
 // highClassThread places the calling goroutine's thread as
