@@ -55,6 +55,10 @@
 #               them: e.g. the service's CPUs of its own (docs/scheduling.md)
 #               SERVE_ENV=GPUOS_HIGH_CPUS=15 SERVE_WRAP="taskset -c 0-11"
 #               BE_WRAP="taskset -c 0-11" HP_WRAP="taskset -c 12-14"
+#   PLACE=1     that placement on this machine's last four CPUs (N of them):
+#               the serving thread on N-1, the service on N-4..N-2, the daemon
+#               and the best-effort tenants on 0..N-5 (wrappers set above win;
+#               8 CPUs or more); the report names the placement
 #   DIAG=1      afterwards, the service alone and with the load again with
 #               every ring polling (GPUOS_RING_SPIN=$DIAG_SPIN, default 2ms):
 #               what waking an idle daemon costs the service (~30 s more)
@@ -74,6 +78,20 @@ ILDUR=${ILDUR:-$((2 * DUR))}
 SETTLE=${SETTLE:-25}
 SERVE_ENV=${SERVE_ENV:-X=1}
 SERVE_WRAP=${SERVE_WRAP:-} HP_WRAP=${HP_WRAP:-} BE_WRAP=${BE_WRAP:-} RUN_WRAP=
+# place sets PLACE=1's placement for the CPUs this process may use
+# (schedbench's TestRunShPlace runs it).
+place() {
+	local n
+	n=$(nproc)
+	((n >= 8)) || { echo "PLACE=1 needs 8 CPUs or more (this process may use $n)" >&2; exit 2; }
+	SERVE_ENV="$SERVE_ENV GPUOS_HIGH_CPUS=$((n - 1))"
+	SERVE_WRAP=${SERVE_WRAP:-taskset -c 0-$((n - 5))}
+	BE_WRAP=${BE_WRAP:-taskset -c 0-$((n - 5))}
+	HP_WRAP=${HP_WRAP:-taskset -c $((n - 4))-$((n - 2))}
+}
+if [[ ${PLACE:-0} == 1 ]]; then
+	place
+fi
 # shellcheck source=bench/sched/workloads.sh
 source bench/sched/workloads.sh # PTX, HP, HP_PERIOD_US, BE, SHARES; checks BIN
 command -v nvcc >/dev/null || { echo "nvcc not found (add /usr/local/cuda/bin to PATH)" >&2; exit 2; }
@@ -89,6 +107,10 @@ echo "results in $OUT; $DUR s measured per run after $WARM s of warm-up"
 	echo "boot=$(cat /proc/sys/kernel/random/boot_id 2> /dev/null)"
 	echo "cpu=$(grep -m1 '^model name' /proc/cpuinfo 2> /dev/null | cut -d: -f2- | sed 's/^ *//')"
 	echo "kernel=$(uname -r)"
+	high=$(sed -n 's/.*GPUOS_HIGH_CPUS=\([^ ]*\).*/\1/p' <<< "$SERVE_ENV")
+	if [[ -n $high$SERVE_WRAP$HP_WRAP$BE_WRAP ]]; then
+		echo "placement=serving thread on CPUs ${high:-any}; daemon ${SERVE_WRAP:-unplaced}; service ${HP_WRAP:-unplaced}; best effort ${BE_WRAP:-unplaced}"
+	fi
 } > "$OUT/host.txt"
 
 # hiccups NAME: the host's CPU hiccups for HICCUP seconds, into OUT/NAME.txt.

@@ -247,6 +247,9 @@ func report(dir string, w io.Writer) error {
 	}
 	if h, ok := loadHost(dir); ok {
 		fmt.Fprintf(w, "host: boot %s (%s, kernel %s)\n", h["boot"], h["cpu"], h["kernel"])
+		if p := h["placement"]; p != "" {
+			fmt.Fprintf(w, "placement: %s\n", p)
+		}
 	}
 	for _, name := range []string{"hiccup-before", "hiccup-after"} {
 		if h, ok := loadHiccups(dir, name); ok {

@@ -191,14 +191,17 @@ func TestReportHiccups(t *testing.T) {
 }
 
 // TestReportHost: the report names the machine start it ran on (run.sh's
-// host.txt), and says nothing of one whose file names no boot.
+// host.txt) and the processes' placement when the run placed them, and says
+// nothing of one whose file names no boot.
 func TestReportHost(t *testing.T) {
 	for _, tt := range []struct {
-		name, file, want string
+		name, file, want, wantPlacement string
 	}{
 		{"whole", "boot=3f2a91c0-77d1-4c2e-9a0b-0c1d2e3f4a5b\ncpu=Intel(R) Xeon(R) Platinum 8480+\nkernel=6.1.0\n",
-			"host: boot 3f2a91c0 (Intel(R) Xeon(R) Platinum 8480+, kernel 6.1.0)"},
-		{"no boot", "boot=\ncpu=x\nkernel=6.1.0\n", ""},
+			"host: boot 3f2a91c0 (Intel(R) Xeon(R) Platinum 8480+, kernel 6.1.0)", ""},
+		{"placed", "boot=3f2a91c0-77d1-4c2e-9a0b-0c1d2e3f4a5b\ncpu=x\nkernel=6.1.0\nplacement=serving thread on CPUs 15; daemon taskset -c 0-11\n",
+			"host: boot 3f2a91c0 (x, kernel 6.1.0)", "placement: serving thread on CPUs 15; daemon taskset -c 0-11"},
+		{"no boot", "boot=\ncpu=x\nkernel=6.1.0\nplacement=y\n", "", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -207,14 +210,20 @@ func TestReportHost(t *testing.T) {
 			}
 			var out strings.Builder
 			report(dir, &out)
-			got := ""
+			got, placement := "", ""
 			for _, line := range strings.Split(out.String(), "\n") {
 				if strings.HasPrefix(line, "host: ") {
 					got = line
 				}
+				if strings.HasPrefix(line, "placement: ") {
+					placement = line
+				}
 			}
 			if got != tt.want {
 				t.Errorf("host line: have %q, want %q", got, tt.want)
+			}
+			if placement != tt.wantPlacement {
+				t.Errorf("placement line: have %q, want %q", placement, tt.wantPlacement)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -16,5 +17,49 @@ func TestRunShDaemonOutlivesWatchdogs(t *testing.T) {
 	out, err := exec.Command(bash, "../unserve-check.sh", "../run.sh", "100").CombinedOutput()
 	if err != nil {
 		t.Fatalf("unserve-check.sh: %v\n%s", err, out)
+	}
+}
+
+// TestRunShPlace runs run.sh's place (PLACE=1) as if the machine had the
+// given CPUs: the serving thread on the last, the service on the three
+// before it, the daemon and the best effort on the rest; a wrapper already
+// set stays; fewer than 8 CPUs stop the run.
+func TestRunShPlace(t *testing.T) {
+	bash := tool(t, "bash")
+	for _, tt := range []struct {
+		name, cpus, preset, want string
+		wantExit                   int
+	}{
+		{"16 CPUs", "16", "", "X=1 GPUOS_HIGH_CPUS=15|taskset -c 0-11|taskset -c 0-11|taskset -c 12-14", 0},
+		{"8 CPUs", "8", "", "X=1 GPUOS_HIGH_CPUS=7|taskset -c 0-3|taskset -c 0-3|taskset -c 4-6", 0},
+		{"service set", "16", "HP_WRAP='taskset -c 9'", "X=1 GPUOS_HIGH_CPUS=15|taskset -c 0-11|taskset -c 0-11|taskset -c 9", 0},
+		{"4 CPUs", "4", "", "", 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			script := `set -eu
+eval "$(sed -n '/^place() {$/,/^}$/p' ../run.sh)"
+declare -F place > /dev/null || { echo "no place in run.sh"; exit 9; }
+nproc() { echo ` + tt.cpus + `; }
+SERVE_ENV=X=1 SERVE_WRAP= BE_WRAP= HP_WRAP=
+` + tt.preset + `
+place
+echo "$SERVE_ENV|$SERVE_WRAP|$BE_WRAP|$HP_WRAP"`
+			out, err := exec.Command(bash, "-c", script).CombinedOutput()
+			exit := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				exit = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if exit != tt.wantExit {
+				t.Fatalf("exit %d, want %d:\n%s", exit, tt.wantExit, out)
+			}
+			if got := strings.TrimSpace(string(out)); tt.wantExit == 0 && got != tt.want {
+				t.Errorf("have %q, want %q", got, tt.want)
+			}
+			if tt.wantExit != 0 && !strings.Contains(string(out), "PLACE=1 needs 8 CPUs") {
+				t.Errorf("no reason given:\n%s", out)
+			}
+		})
 	}
 }
