@@ -28,7 +28,7 @@ func TestRunShPlace(t *testing.T) {
 	bash := tool(t, "bash")
 	for _, tt := range []struct {
 		name, cpus, preset, want string
-		wantExit                   int
+		wantExit                 int
 	}{
 		{"16 CPUs", "16", "", "X=1 GPUOS_HIGH_CPUS=15|taskset -c 0-11|taskset -c 0-11|taskset -c 12-14", 0},
 		{"8 CPUs", "8", "", "X=1 GPUOS_HIGH_CPUS=7|taskset -c 0-3|taskset -c 0-3|taskset -c 4-6", 0},
