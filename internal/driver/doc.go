@@ -123,9 +123,9 @@
 // $GPUOS_HIGH_NICE serves each high-class session on a thread of that nice
 // value; $GPUOS_HIGH_CPUS (a CPU list) on a thread that runs only on those
 // CPUs, after gpuos serve and the driver process moved their other threads
-// off them (KeepOffHighClassCPUs, nice_linux.go). The cuda backend reads $GPUOS_CUDA_SCHED (how
-// the driver's synchronizing calls wait) and $GPUOS_CUDA_SLOW_LOG (driver
-// calls slower than $GPUOS_CUDA_SLOW).
+// off them (KeepOffHighClassCPUs, nice_linux.go). The cuda backend reads
+// $GPUOS_CUDA_SCHED (how the driver's synchronizing calls wait) and
+// $GPUOS_CUDA_SLOW_LOG (driver calls slower than $GPUOS_CUDA_SLOW).
 //
 // Lock order: Driver.mu, then Session.mu. Neither is held while calling the
 // backend, the scheduler, the memory manager or cap (whose cleanups call back
