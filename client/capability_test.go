@@ -85,14 +85,7 @@ func TestRestrictedSessionCannotLaunch(t *testing.T) {
 	c := ctx(t)
 	check := func(s *client.Session) {
 		t.Helper()
-		prog, err := s.LoadProgram(c, readFile(t, "../testdata/kernels/vecadd.ptx"), "vecadd")
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, err := prog.Kernel(c, "vecadd")
-		if err != nil {
-			t.Fatal(err)
-		}
+		k := vecadd(t, s)
 		buf, _ := s.CreateBuffer(c, 1024)
 		// Launch is asynchronous: the refusal surfaces at the next synchronizing call.
 		if err := s.Launch(k, client.LaunchConfig{Grid: client.Dim3{X: 1}, Block: client.Dim3{X: 32}}, buf, buf, buf, int32(1)); err != nil {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -34,11 +32,6 @@ tenants:
 // is the caller's), and loads the vecadd kernel into it.
 func watchingService(t *testing.T, env *testenv.Env) (*client.Session, *client.Kernel) {
 	t.Helper()
-	image, err := os.ReadFile(filepath.Join("..", "testdata", "kernels", "vecadd.ptx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := ctx(t)
 	s := env.Session(t, env.Dial(t, client.Options{Tenant: "svc"}), client.SessionOptions{Label: "svc"})
 	if s.Transport() != client.TransportRing {
 		t.Skip("no rings here")
@@ -46,15 +39,7 @@ func watchingService(t *testing.T, env *testenv.Env) (*client.Session, *client.K
 	if !s.WatchesLaunches() || !s.ClientCompletion() {
 		t.Fatalf("the service: watches %v, client completion %v; want both", s.WatchesLaunches(), s.ClientCompletion())
 	}
-	prog, err := s.LoadProgram(c, image, "vecadd.ptx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := prog.Kernel(c, "vecadd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, k
+	return s, vecadd(t, s)
 }
 
 // A high-class session on rings waits for its work on its completion page
@@ -66,10 +51,6 @@ func watchingService(t *testing.T, env *testenv.Env) (*client.Session, *client.K
 // watching and asks the driver.
 func TestClientCompletion(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{Config: serviceTenants(t)})
-	image, err := os.ReadFile(filepath.Join("..", "testdata", "kernels", "vecadd.ptx"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	run := func(t *testing.T, tenant string, wantPage bool) {
 		c := ctx(t)
 		cl := env.Dial(t, client.Options{Tenant: tenant})
@@ -80,14 +61,7 @@ func TestClientCompletion(t *testing.T) {
 		if have := s.ClientCompletion(); have != wantPage {
 			t.Fatalf("%s: client completion %v, want %v", tenant, have, wantPage)
 		}
-		prog, err := s.LoadProgram(c, image, "vecadd.ptx")
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, err := prog.Kernel(c, "vecadd")
-		if err != nil {
-			t.Fatal(err)
-		}
+		k := vecadd(t, s)
 		st, err := s.CreateStream(c, 0)
 		if err != nil {
 			t.Fatal(err)

@@ -30,6 +30,21 @@ func readFile(t *testing.T, path string) []byte {
 	return b
 }
 
+// vecadd loads testdata/kernels/vecadd.ptx into s and returns its kernel.
+func vecadd(t *testing.T, s *client.Session) *client.Kernel {
+	t.Helper()
+	c := ctx(t)
+	prog, err := s.LoadProgram(c, readFile(t, "../testdata/kernels/vecadd.ptx"), "vecadd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := prog.Kernel(c, "vecadd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
 func f32bytes(v []float32) []byte {
 	b := make([]byte, 4*len(v))
 	for i, x := range v {
