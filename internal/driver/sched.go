@@ -247,18 +247,26 @@ func parseCPUList(list string) ([]int, error) {
 // inherit that. Unset, it does nothing. gpuos serve calls it at its start and
 // the driver process in RunProcess; a list it cannot use stops either.
 func KeepOffHighClassCPUs() error {
+	cpus, err := highClassCPUs()
+	if err == nil && len(cpus) > 0 {
+		if err = keepThreadsOff(cpus); err != nil {
+			err = fmt.Errorf("%s: %w", HighClassCPUsEnv, err)
+		}
+	}
+	return err
+}
+
+// highClassCPUs reads $GPUOS_HIGH_CPUS: none if unset.
+func highClassCPUs() ([]int, error) {
 	v := os.Getenv(HighClassCPUsEnv)
 	if v == "" {
-		return nil
+		return nil, nil
 	}
 	cpus, err := parseCPUList(v)
-	if err == nil {
-		err = keepThreadsOff(cpus)
-	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", HighClassCPUsEnv, err)
+		return nil, fmt.Errorf("%s: %w", HighClassCPUsEnv, err)
 	}
-	return nil
+	return cpus, nil
 }
 
 // highClassThread places the calling goroutine's thread as
@@ -266,11 +274,9 @@ func KeepOffHighClassCPUs() error {
 // if they ask for nothing.
 func highClassThread() (restore func(), err error) {
 	nice, setNice := highClassNice()
-	var cpus []int
-	if v := os.Getenv(HighClassCPUsEnv); v != "" {
-		if cpus, err = parseCPUList(v); err != nil {
-			return nil, fmt.Errorf("%s: %w", HighClassCPUsEnv, err)
-		}
+	cpus, err := highClassCPUs()
+	if err != nil {
+		return nil, err
 	}
 	if !setNice && len(cpus) == 0 {
 		return nil, nil

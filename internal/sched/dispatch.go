@@ -329,9 +329,7 @@ func (s *Scheduler) issueMarkerLocked(sq *streamQ) {
 	q.markDirty(sq)
 	q.st.QueueDelay += time.Duration(max(s.clk-c.queued, 0))
 	s.mu.Unlock()
-	if s.opts.CountIssuing {
-		s.inDriver.Add(1)
-	}
+	s.countIssuing(1)
 	var err error
 	if c.Issue != nil {
 		err = c.Issue()
@@ -339,9 +337,7 @@ func (s *Scheduler) issueMarkerLocked(sq *streamQ) {
 	if c.Done != nil {
 		c.Done(err)
 	}
-	if s.opts.CountIssuing {
-		s.inDriver.Add(-1)
-	}
+	s.countIssuing(-1)
 	s.mu.Lock()
 	c.err = err
 	q.finishLocked(c)
@@ -461,9 +457,7 @@ func (s *Scheduler) issueLocked(a *action) {
 	fenceable := track && p.unstarted && a.hi == 0 && q.own && q.waiting == 0
 	c.EndFence = nil
 	s.mu.Unlock()
-	if s.opts.CountIssuing {
-		s.inDriver.Add(1)
-	}
+	s.countIssuing(1)
 
 	gate.apply(s, st) // the turn's gate first: the start is after it
 	if needStart {
@@ -492,9 +486,7 @@ func (s *Scheduler) issueLocked(a *action) {
 		}
 	}
 
-	if s.opts.CountIssuing {
-		s.inDriver.Add(-1)
-	}
+	s.countIssuing(-1)
 	s.mu.Lock()
 	gate.doneLocked(s)
 	if start != nil {

@@ -1078,6 +1078,14 @@ func (s *Scheduler) InDriver() int {
 	return int(s.inDriver.Load())
 }
 
+// countIssuing adds d to the goroutines issuing commands, with
+// Options.CountIssuing (InDriver).
+func (s *Scheduler) countIssuing(d int32) {
+	if s.opts.CountIssuing {
+		s.inDriver.Add(d)
+	}
+}
+
 // LowClassPoll is how often the low class's completion waiters query their
 // events (Options.LowClassPoll after its default; negative: they wait in
 // the backend). The driver paces other waits of that class by it.
