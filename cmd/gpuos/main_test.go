@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,17 +78,7 @@ func TestServePsAudit(t *testing.T) {
 			t.Errorf("serve stopped without saying so:\n%s", serveOut.String())
 		}
 	}()
-	var c *client.Client
-	for deadline := time.Now().Add(time.Minute); ; {
-		var err error
-		if c, err = client.Dial(ctx, client.Options{Socket: sock}); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("daemon did not come up: %v\n%s", err, serveOut.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	c := dialDaemon(t, ctx, sock, &serveOut)
 	defer c.Close()
 	s, err := c.OpenSession(ctx, client.SessionOptions{Label: "ps-test"})
 	if err != nil {
@@ -107,6 +98,21 @@ func TestServePsAudit(t *testing.T) {
 	}
 	if code, out := runCmd(t, "ps", "--socket", filepath.Join(dir, "nobody.sock")); code != 1 || !strings.Contains(out, "dial") {
 		t.Errorf("ps without a daemon: %d %q", code, out)
+	}
+}
+
+// dialDaemon dials the daemon on sock until it answers, for a minute at
+// most; out is the daemon's output, shown if it does not.
+func dialDaemon(t *testing.T, ctx context.Context, sock string, out fmt.Stringer) *client.Client {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		c, err := client.Dial(ctx, client.Options{Socket: sock})
+		if err == nil {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon did not come up: %v\n%s", err, out.String())
+		}
 	}
 }
 

@@ -53,17 +53,7 @@ func TestServeKeepsOffHighClassCPUs(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var c *client.Client
-	for {
-		var err error
-		if c, err = client.Dial(ctx, client.Options{Socket: sock}); err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("daemon did not come up: %v\n%s", err, out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	c := dialDaemon(t, ctx, sock, &out)
 	defer c.Close()
 	s, err := c.OpenSession(ctx, client.SessionOptions{Label: "keep-off"}) // starts a driver process
 	if err != nil {
