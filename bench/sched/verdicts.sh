@@ -9,23 +9,42 @@
 #   N=1 ILDUR=180 bash bench/sched/verdicts.sh    (one verdict of 180 phase pairs, about 455 s:
 #                                                 a narrower interval where the host's slow
 #                                                 episodes set the service's P99)
+#   ARMS="P D" bash bench/sched/verdicts.sh       (one verdict placed, PLACE=1, then one not,
+#                                                 PLACE=0: two arms on one host, in the order
+#                                                 given; N is then the number of arms)
 #
 # Built as for run.sh (bench/sched/build.sh; carry .carry/bench-sched).
 # The environment reaches run.sh and, through it, the daemon and the clients
-# (SERVE_ENV and the others run.sh reads work as there).
+# (SERVE_ENV and the others run.sh reads work as there). RUNSH names another
+# script to run in run.sh's place (the tests' stand-in).
 set -u
 cd "$(dirname "$0")/../.."
-N=${N:-2}
+RUNSH=${RUNSH:-bench/sched/run.sh}
 ILDUR=${ILDUR:-60}
 OUT=${OUT:-/tmp/gpuos-verdicts}
+if [[ -n ${ARMS:-} ]]; then
+	read -ra arms <<< "$ARMS"
+else
+	mapfile -t arms < <(for _ in $(seq 1 "${N:-2}"); do echo -; done) # as PLACE says
+fi
+N=${#arms[@]}
+for a in "${arms[@]}"; do
+	[[ $a == [PD-] ]] || { echo "verdicts.sh: arm $a in ARMS=\"$ARMS\" is neither P (placed) nor D (default)" >&2; exit 2; }
+done
 mkdir -p "$OUT"
 for i in $(seq 1 "$N"); do
+	case ${arms[i - 1]} in
+	P) arm=placed place=1 ;;
+	D) arm=default place=0 ;;
+	-) arm= place=${PLACE:-0} ;;
+	esac
 	dir=/tmp/gpuos-verdict-$i
 	rm -rf "$dir"
 	# run.sh takes about 95 s besides its two interleaved scenarios (gpuos's and native's)
-	OUT=$dir RESERVE=${RESERVE:-8} DUR=${DUR:-6} ILDUR=$ILDUR timeout $((170 + 2 * ILDUR)) bash bench/sched/run.sh > "$OUT/run-$i.txt" 2>&1
-	echo "== verdict $i of $N: run.sh rc=$?"
-	grep -E "interleaved|ratio|P99|control|throughput|host \(|host:|steal|PASS|FAIL" "$dir/report.txt" 2>/dev/null | grep -v "^ *fair\|^ *band"
+	OUT=$dir PLACE=$place RESERVE=${RESERVE:-8} DUR=${DUR:-6} ILDUR=$ILDUR timeout $((170 + 2 * ILDUR)) bash "$RUNSH" > "$OUT/run-$i.txt" 2>&1
+	rc=$?
+	echo "== verdict $i of $N${arm:+ ($arm)}: run.sh rc=$rc"
+	grep -E "interleaved|ratio|P99|control|throughput|host \(|host:|placement:|steal|PASS|FAIL" "$dir/report.txt" 2>/dev/null | grep -v "^ *fair\|^ *band"
 	cp "$dir/report.txt" "$OUT/report-$i.txt" 2>/dev/null
 	(cd "$dir" 2>/dev/null && tar czf "$OUT/verdict-$i.tgz" --exclude='*.trace*' --exclude='*.csv' --exclude='latency.log*' . 2>/dev/null)
 done

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -59,6 +61,54 @@ echo "$SERVE_ENV|$SERVE_WRAP|$BE_WRAP|$HP_WRAP"`
 			}
 			if tt.wantExit != 0 && !strings.Contains(string(out), "PLACE=1 needs 8 CPUs") {
 				t.Errorf("no reason given:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestVerdictsShArms runs verdicts.sh with a stand-in for run.sh that
+// reports the PLACE it was given: ARMS runs one verdict per arm in the order
+// given, P placed and D not, whatever PLACE says; without ARMS, N verdicts
+// as PLACE says; an arm that is neither stops it before any verdict runs.
+func TestVerdictsShArms(t *testing.T) {
+	bash := tool(t, "bash")
+	tool(t, "tar")
+	fake := filepath.Join(t.TempDir(), "fake-run.sh")
+	if err := os.WriteFile(fake, []byte("mkdir -p \"$OUT\"\necho \"PASS placed=$PLACE\" > \"$OUT/report.txt\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		env  []string
+		want string
+		exit int
+	}{
+		{"arms", []string{"ARMS=P D D P", "PLACE=1"}, "== verdict 1 of 4 (placed): run.sh rc=0|PASS placed=1|== verdict 2 of 4 (default): run.sh rc=0|PASS placed=0|" +
+			"== verdict 3 of 4 (default): run.sh rc=0|PASS placed=0|== verdict 4 of 4 (placed): run.sh rc=0|PASS placed=1", 0},
+		{"N placed", []string{"N=2", "PLACE=1"}, "== verdict 1 of 2: run.sh rc=0|PASS placed=1|== verdict 2 of 2: run.sh rc=0|PASS placed=1", 0},
+		{"N", []string{"N=1"}, "== verdict 1 of 1: run.sh rc=0|PASS placed=0", 0},
+		{"bad arm", []string{"ARMS=P X"}, "verdicts.sh: arm X in ARMS=\"P X\" is neither P (placed) nor D (default)", 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(bash, "../verdicts.sh")
+			for _, kv := range os.Environ() {
+				if name, _, _ := strings.Cut(kv, "="); name != "ARMS" && name != "N" && name != "PLACE" {
+					cmd.Env = append(cmd.Env, kv)
+				}
+			}
+			cmd.Env = append(cmd.Env, append(tt.env, "RUNSH="+fake, "OUT="+t.TempDir())...)
+			out, err := cmd.CombinedOutput()
+			exit := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				exit = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if exit != tt.exit {
+				t.Fatalf("exit %d, want %d:\n%s", exit, tt.exit, out)
+			}
+			if got := strings.ReplaceAll(strings.TrimSpace(string(out)), "\n", "|"); got != tt.want {
+				t.Errorf("have %q\nwant %q", got, tt.want)
 			}
 		})
 	}
