@@ -59,6 +59,10 @@
 #               the serving thread on N-1, the service on N-4..N-2, the daemon
 #               and the best-effort tenants on 0..N-5 (wrappers set above win;
 #               8 CPUs or more); the report names the placement
+#   CPU=1       the CPUs sampled through both interleaved scenarios
+#               (cpustat.py, every 50 ms): the report ends with each stack's
+#               busy CPUs, steal and interrupts per phase kind, and per CPU
+#               where the steal fell (cpu-phases.txt)
 #   DIAG=1      afterwards, the service alone and with the load again with
 #               every ring polling (GPUOS_RING_SPIN=$DIAG_SPIN, default 2ms):
 #               what waking an idle daemon costs the service (~30 s more)
@@ -122,6 +126,28 @@ hiccups() {
 }
 hiccups hiccup-before
 
+# cpusample NAME / cpuunsample: with CPU=1, /proc/stat and /proc/interrupts
+# into OUT/cpu-NAME.jsonl every 50 ms until cpuunsample; cpuphases NAME then
+# prints its rates per phase kind of the interleaved scenario at START.
+SAMPLER=
+# (The sampler is bounded, so that a run stopped early does not leave it.)
+cpusample() {
+	[[ ${CPU:-0} == 1 ]] || return 0
+	timeout $((WARM + ILDUR + 60)) python3 bench/sched/cpustat.py sample "$OUT/cpu-$1.jsonl" 0.05 &
+	SAMPLER=$!
+}
+cpuunsample() {
+	[[ -n $SAMPLER ]] || return 0
+	kill "$SAMPLER" 2> /dev/null || true
+	wait "$SAMPLER" 2> /dev/null || true
+	SAMPLER=
+}
+cpuphases() {
+	[[ -s $OUT/cpu-$1.jsonl ]] || return 0
+	python3 bench/sched/cpustat.py phases "$OUT/cpu-$1.jsonl" "$(cat "$OUT/cpu-$1.start")" "$(awk -v p="$PHASE" 'BEGIN { print p / 1000 }')" "$ILDUR" |
+		sed -E "s/^(alone|loaded) +/$1, interleaved, CPUs in the \1 phases: /; s/^  per CPU/  $1, per CPU/"
+}
+
 # cpumark NAME [AT]: the CPUs' time counters (/proc/stat's cpu line) into
 # OUT/cpustat.txt, now or at Unix time AT (in the background): the report
 # prints the steal (time the hypervisor ran something else while a CPU of
@@ -155,9 +181,11 @@ if [[ $PHASE != 0 ]]; then
 	IL=(--phase-ms "$PHASE" --settle-ms "$SETTLE")
 	export RUNDUR=$ILDUR
 	cpumark native-interleaved-start "$START"
+	cpusample native; echo "$START" > "$OUT/cpu-native.start"
 	be_native interleaved "${IL[@]}" > "$OUT/native-be-interleaved-1.json" & be_native interleaved "${IL[@]}" > "$OUT/native-be-interleaved-2.json" &
 	hp_native interleaved "${IL[@]}" > "$OUT/native-hp-interleaved.json"
 	cpumark native-interleaved-end
+	cpuunsample
 	wait
 	unset RUNDUR
 fi
@@ -242,8 +270,10 @@ if [[ $PHASE != 0 ]]; then
 	be_gpuos be2 interleaved "${IL[@]}" > "$OUT/gpuos-be-interleaved-2.json" 2> "$OUT/gpuos-be-interleaved-2.err" & B=$!
 	hp_gpuos interleaved "${IL[@]}" > "$OUT/gpuos-hp-interleaved.json" 2> "$OUT/gpuos-hp-interleaved.err" & C=$!
 	cpumark gpuos-interleaved-start "$START"
+	cpusample gpuos; echo "$START" > "$OUT/cpu-gpuos.start"
 	watch $C
 	cpumark gpuos-interleaved-end
+	cpuunsample
 	watch $A $B
 	unset RUNDUR
 fi
@@ -294,3 +324,7 @@ if [[ $TRACE != 0 && $PHASE != 0 ]]; then
 	"$BIN/schedbench" stages --phase "${PHASE}ms" --settle "${SETTLE}ms" "$OUT" > "$OUT/stages.txt" 2>&1 || true
 fi
 "$BIN/schedbench" report "$OUT" | tee "$OUT/report.txt"
+if [[ ${CPU:-0} == 1 ]]; then
+	{ cpuphases native; cpuphases gpuos; } > "$OUT/cpu-phases.txt" 2>&1 || true
+	tee -a "$OUT/report.txt" < "$OUT/cpu-phases.txt"
+fi

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -111,5 +113,90 @@ func TestVerdictsShArms(t *testing.T) {
 				t.Errorf("have %q\nwant %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestRunShCPUPhases runs run.sh's cpuphases (CPU=1) over hand-made samples
+// of an interleaved scenario of 500 ms phases, whose steal (0.2 CPUs) falls
+// only in the loaded phases: the report's lines name the stack and the
+// phase kind and split the steal so; a stack that was not sampled gives no
+// lines.
+func TestRunShCPUPhases(t *testing.T) {
+	bash := tool(t, "bash")
+	tool(t, "python3")
+	dir := t.TempDir()
+	var samples strings.Builder
+	steal := 0
+	for i := 0; i <= 20; i++ {
+		if i > 0 && int((float64(i)/10-0.05)/0.5)%2 == 1 {
+			steal += 2 // 1/100 s in this 0.1 s: 0.2 CPUs
+		}
+		fmt.Fprintf(&samples, `{"t": %.1f, "cpu": [%d,0,0,0,0,0,0,%d], "irq": {"LOC": 0, "CAL": 0, "RES": 0, "TLB": 0}}`+"\n", 100+float64(i)/10, 10*i, steal)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cpu-gpuos.jsonl"), []byte(samples.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cpu-gpuos.start"), []byte("100\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `set -euo pipefail
+eval "$(sed -n '/^cpuphases() {$/,/^}$/p' ../run.sh)"
+declare -F cpuphases > /dev/null || { echo "no cpuphases in run.sh"; exit 9; }
+cd ../../..
+OUT=` + dir + ` PHASE=500 ILDUR=2
+cpuphases native
+cpuphases gpuos`
+	out, err := exec.Command(bash, "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	want := []*regexp.Regexp{
+		regexp.MustCompile(`^gpuos, interleaved, CPUs in the alone phases: +[0-9.]+ s  CPUs busy +1\.00  steal 0\.000 `),
+		// busy is all but idle time, the steal with it
+		regexp.MustCompile(`^gpuos, interleaved, CPUs in the loaded phases: +[0-9.]+ s  CPUs busy +1\.20  steal 0\.200 `),
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("have %d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, re := range want {
+		if !re.MatchString(lines[i]) {
+			t.Errorf("line %d: have %q, want it to match %q", i, lines[i], re)
+		}
+	}
+}
+
+// TestRunShCPUSample runs run.sh's cpusample and cpuunsample (CPU=1) under
+// run.sh's shell options: the sampler writes samples while it runs, and
+// stopping it, and calling the stop again, does not stop run.sh.
+func TestRunShCPUSample(t *testing.T) {
+	bash := tool(t, "bash")
+	tool(t, "python3")
+	dir := t.TempDir()
+	script := `set -euo pipefail
+eval "$(sed -n '/^cpusample() {$/,/^}$/p; /^cpuunsample() {$/,/^}$/p' ../run.sh)"
+declare -F cpusample cpuunsample > /dev/null || { echo "no cpusample or cpuunsample in run.sh"; exit 9; }
+cd ../../..
+OUT=` + dir + ` CPU=1 WARM=0 ILDUR=1 SAMPLER=
+cpusample gpuos
+sleep 0.5
+cpuunsample
+cpuunsample
+CPU=0 cpusample native
+[[ -z $SAMPLER ]] || { echo "CPU=0 started a sampler"; exit 8; }
+echo done`
+	out, err := exec.Command(bash, "-c", script).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "done" {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cpu-gpuos.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), `"cpu"`); n < 2 {
+		t.Errorf("%d samples in 0.5 s, want 2 or more:\n%s", n, b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cpu-native.jsonl")); err == nil {
+		t.Error("CPU=0 sampled")
 	}
 }
