@@ -323,8 +323,11 @@ hiccups hiccup-after
 if [[ $TRACE != 0 && $PHASE != 0 ]]; then
 	"$BIN/schedbench" stages --phase "${PHASE}ms" --settle "${SETTLE}ms" "$OUT" > "$OUT/stages.txt" 2>&1 || true
 fi
-"$BIN/schedbench" report "$OUT" | tee "$OUT/report.txt"
+# The report's exit status is run.sh's (1: a check failed), after the CPUs'.
+verdict=0
+"$BIN/schedbench" report "$OUT" | tee "$OUT/report.txt" || verdict=$?
 if [[ ${CPU:-0} == 1 ]]; then
 	{ cpuphases native; cpuphases gpuos; } > "$OUT/cpu-phases.txt" 2>&1 || true
 	tee -a "$OUT/report.txt" < "$OUT/cpu-phases.txt"
 fi
+exit $verdict
