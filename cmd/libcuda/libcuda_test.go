@@ -126,7 +126,6 @@ func TestCAPI(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return cmd, string(out), err
 	}
-	exe := func(t *testing.T, name string) (*exec.Cmd, string, error) { return exeOn(t, name) }
 	// check runs p and checks its output, with extra environment.
 	check := func(t *testing.T, p program, extra ...string) {
 		t.Helper()
@@ -165,7 +164,7 @@ func TestCAPI(t *testing.T) {
 	})
 
 	t.Run("leak", func(t *testing.T) {
-		cmd, out, err := exe(t, "leak")
+		cmd, out, err := exeOn(t, "leak")
 		if err != nil || !strings.Contains(out, "PASS leak") {
 			t.Fatalf("leak: %v\n%s", err, out)
 		}
@@ -297,7 +296,7 @@ func TestCAPI(t *testing.T) {
 
 	// Last: a fault takes the device's driver process down.
 	t.Run("fault", func(t *testing.T) {
-		_, out, err := exe(t, "fault")
+		_, out, err := exeOn(t, "fault")
 		if err != nil || !strings.Contains(out, "surfaced at cuCtxSynchronize as CUDA_ERROR_") || !strings.Contains(out, "PASS fault") {
 			t.Fatalf("fault: %v\n%s", err, out)
 		}

@@ -24,6 +24,19 @@ func TestRunShDaemonOutlivesWatchdogs(t *testing.T) {
 	}
 }
 
+// outputAndExit runs cmd and returns its output and exit status; a command
+// that could not run fails the test.
+func outputAndExit(t *testing.T, cmd *exec.Cmd) (out []byte, exit int) {
+	t.Helper()
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return out, ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out, 0
+}
+
 // TestRunShPlace runs run.sh's place (PLACE=1) as if the machine had the
 // given CPUs: the serving thread on the last, the service on the three
 // before it, the daemon and the best effort on the rest; a wrapper already
@@ -48,13 +61,7 @@ SERVE_ENV=X=1 SERVE_WRAP= BE_WRAP= HP_WRAP=
 ` + tt.preset + `
 place
 echo "$SERVE_ENV|$SERVE_WRAP|$BE_WRAP|$HP_WRAP"`
-			out, err := exec.Command(bash, "-c", script).CombinedOutput()
-			exit := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				exit = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
+			out, exit := outputAndExit(t, exec.Command(bash, "-c", script))
 			if exit != tt.wantExit {
 				t.Fatalf("exit %d, want %d:\n%s", exit, tt.wantExit, out)
 			}
@@ -99,13 +106,7 @@ func TestVerdictsShArms(t *testing.T) {
 				}
 			}
 			cmd.Env = append(cmd.Env, append(tt.env, "RUNSH="+fake, "OUT="+t.TempDir())...)
-			out, err := cmd.CombinedOutput()
-			exit := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				exit = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
+			out, exit := outputAndExit(t, cmd)
 			if exit != tt.exit {
 				t.Fatalf("exit %d, want %d:\n%s", exit, tt.exit, out)
 			}
