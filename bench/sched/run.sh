@@ -115,6 +115,9 @@ echo "results in $OUT; $DUR s measured per run after $WARM s of warm-up"
 	if [[ -n $high$SERVE_WRAP$HP_WRAP$BE_WRAP ]]; then
 		echo "placement=serving thread on CPUs ${high:-any}; daemon ${SERVE_WRAP:-unplaced}; service ${HP_WRAP:-unplaced}; best effort ${BE_WRAP:-unplaced}"
 	fi
+	if [[ $SERVE_ENV != X=1 ]]; then
+		echo "daemon_env=$SERVE_ENV"
+	fi
 } > "$OUT/host.txt"
 
 # hiccups NAME: the host's CPU hiccups for HICCUP seconds, into OUT/NAME.txt.

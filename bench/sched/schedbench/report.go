@@ -250,6 +250,9 @@ func report(dir string, w io.Writer) error {
 		if p := h["placement"]; p != "" {
 			fmt.Fprintf(w, "placement: %s\n", p)
 		}
+		if e := h["daemon_env"]; e != "" {
+			fmt.Fprintf(w, "daemon environment: %s\n", e)
+		}
 	}
 	for _, name := range []string{"hiccup-before", "hiccup-after"} {
 		if h, ok := loadHiccups(dir, name); ok {

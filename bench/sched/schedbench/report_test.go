@@ -191,17 +191,20 @@ func TestReportHiccups(t *testing.T) {
 }
 
 // TestReportHost: the report names the machine start it ran on (run.sh's
-// host.txt) and the processes' placement when the run placed them, and says
-// nothing of one whose file names no boot.
+// host.txt), the processes' placement when the run placed them and the
+// daemon's environment when run.sh set one, and says nothing of one whose
+// file names no boot.
 func TestReportHost(t *testing.T) {
 	for _, tt := range []struct {
-		name, file, want, wantPlacement string
+		name, file, want, wantPlacement, wantEnv string
 	}{
 		{"whole", "boot=3f2a91c0-77d1-4c2e-9a0b-0c1d2e3f4a5b\ncpu=Intel(R) Xeon(R) Platinum 8480+\nkernel=6.1.0\n",
-			"host: boot 3f2a91c0 (Intel(R) Xeon(R) Platinum 8480+, kernel 6.1.0)", ""},
+			"host: boot 3f2a91c0 (Intel(R) Xeon(R) Platinum 8480+, kernel 6.1.0)", "", ""},
 		{"placed", "boot=3f2a91c0-77d1-4c2e-9a0b-0c1d2e3f4a5b\ncpu=x\nkernel=6.1.0\nplacement=serving thread on CPUs 15; daemon taskset -c 0-11\n",
-			"host: boot 3f2a91c0 (x, kernel 6.1.0)", "placement: serving thread on CPUs 15; daemon taskset -c 0-11"},
-		{"no boot", "boot=\ncpu=x\nkernel=6.1.0\nplacement=y\n", "", ""},
+			"host: boot 3f2a91c0 (x, kernel 6.1.0)", "placement: serving thread on CPUs 15; daemon taskset -c 0-11", ""},
+		{"daemon env", "boot=3f2a91c0-77d1-4c2e-9a0b-0c1d2e3f4a5b\ncpu=x\nkernel=6.1.0\ndaemon_env=X=1 GPUOS_SCHED_LOWPOLL=off\n",
+			"host: boot 3f2a91c0 (x, kernel 6.1.0)", "", "daemon environment: X=1 GPUOS_SCHED_LOWPOLL=off"},
+		{"no boot", "boot=\ncpu=x\nkernel=6.1.0\nplacement=y\ndaemon_env=Y=2\n", "", "", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -210,7 +213,7 @@ func TestReportHost(t *testing.T) {
 			}
 			var out strings.Builder
 			report(dir, &out)
-			got, placement := "", ""
+			got, placement, env := "", "", ""
 			for _, line := range strings.Split(out.String(), "\n") {
 				if strings.HasPrefix(line, "host: ") {
 					got = line
@@ -218,12 +221,18 @@ func TestReportHost(t *testing.T) {
 				if strings.HasPrefix(line, "placement: ") {
 					placement = line
 				}
+				if strings.HasPrefix(line, "daemon environment: ") {
+					env = line
+				}
 			}
 			if got != tt.want {
 				t.Errorf("host line: have %q, want %q", got, tt.want)
 			}
 			if placement != tt.wantPlacement {
 				t.Errorf("placement line: have %q, want %q", placement, tt.wantPlacement)
+			}
+			if env != tt.wantEnv {
+				t.Errorf("daemon environment line: have %q, want %q", env, tt.wantEnv)
 			}
 		})
 	}

@@ -76,14 +76,16 @@ echo "$SERVE_ENV|$SERVE_WRAP|$BE_WRAP|$HP_WRAP"`
 }
 
 // TestVerdictsShArms runs verdicts.sh with a stand-in for run.sh that
-// reports the PLACE it was given: ARMS runs one verdict per arm in the order
-// given, P placed and D not, whatever PLACE says; without ARMS, N verdicts
-// as PLACE says; an arm that is neither stops it before any verdict runs.
+// reports the PLACE and SERVE_ENV it was given: ARMS runs one verdict per
+// arm in the order given, P placed and D not, whatever PLACE says, and C as
+// D with C_ENV added to the daemon's environment; without ARMS, N verdicts
+// as PLACE says; an unknown arm, or C without C_ENV, stops it before any
+// verdict runs.
 func TestVerdictsShArms(t *testing.T) {
 	bash := tool(t, "bash")
 	tool(t, "tar")
 	fake := filepath.Join(t.TempDir(), "fake-run.sh")
-	if err := os.WriteFile(fake, []byte("mkdir -p \"$OUT\"\necho \"PASS placed=$PLACE\" > \"$OUT/report.txt\"\n"), 0o755); err != nil {
+	if err := os.WriteFile(fake, []byte("mkdir -p \"$OUT\"\necho \"PASS placed=$PLACE\" > \"$OUT/report.txt\"\necho \"placement: env $SERVE_ENV\" >> \"$OUT/report.txt\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
@@ -92,16 +94,19 @@ func TestVerdictsShArms(t *testing.T) {
 		want string
 		exit int
 	}{
-		{"arms", []string{"ARMS=P D D P", "PLACE=1"}, "== verdict 1 of 4 (placed): run.sh rc=0|PASS placed=1|== verdict 2 of 4 (default): run.sh rc=0|PASS placed=0|" +
-			"== verdict 3 of 4 (default): run.sh rc=0|PASS placed=0|== verdict 4 of 4 (placed): run.sh rc=0|PASS placed=1", 0},
-		{"N placed", []string{"N=2", "PLACE=1"}, "== verdict 1 of 2: run.sh rc=0|PASS placed=1|== verdict 2 of 2: run.sh rc=0|PASS placed=1", 0},
-		{"N", []string{"N=1"}, "== verdict 1 of 1: run.sh rc=0|PASS placed=0", 0},
-		{"bad arm", []string{"ARMS=P X"}, "verdicts.sh: arm X in ARMS=\"P X\" is neither P (placed) nor D (default)", 2},
+		{"arms", []string{"ARMS=P D D P", "PLACE=1"}, "== verdict 1 of 4 (placed): run.sh rc=0|PASS placed=1|placement: env X=1|== verdict 2 of 4 (default): run.sh rc=0|PASS placed=0|placement: env X=1|" +
+			"== verdict 3 of 4 (default): run.sh rc=0|PASS placed=0|placement: env X=1|== verdict 4 of 4 (placed): run.sh rc=0|PASS placed=1|placement: env X=1", 0},
+		{"N placed", []string{"N=2", "PLACE=1"}, "== verdict 1 of 2: run.sh rc=0|PASS placed=1|placement: env X=1|== verdict 2 of 2: run.sh rc=0|PASS placed=1|placement: env X=1", 0},
+		{"N", []string{"N=1"}, "== verdict 1 of 1: run.sh rc=0|PASS placed=0|placement: env X=1", 0},
+		{"C arm", []string{"ARMS=C D", "C_ENV=A=1 B=2", "SERVE_ENV=Z=3"}, "== verdict 1 of 2 (C: A=1 B=2): run.sh rc=0|PASS placed=0|placement: env Z=3 A=1 B=2|" +
+			"== verdict 2 of 2 (default): run.sh rc=0|PASS placed=0|placement: env Z=3", 0},
+		{"C arm without C_ENV", []string{"ARMS=D C"}, "verdicts.sh: arm C in ARMS=\"D C\" needs C_ENV, the daemon's assignments", 2},
+		{"bad arm", []string{"ARMS=P X"}, "verdicts.sh: arm X in ARMS=\"P X\" is none of P (placed), D (default), C (C_ENV)", 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := exec.Command(bash, "../verdicts.sh")
 			for _, kv := range os.Environ() {
-				if name, _, _ := strings.Cut(kv, "="); name != "ARMS" && name != "N" && name != "PLACE" {
+				if name, _, _ := strings.Cut(kv, "="); name != "ARMS" && name != "N" && name != "PLACE" && name != "C_ENV" && name != "SERVE_ENV" {
 					cmd.Env = append(cmd.Env, kv)
 				}
 			}
