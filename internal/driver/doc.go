@@ -37,7 +37,9 @@
 // to end; sliced launches on such streams size their waves by the
 // partition's SMs. A high-class session's rings poll for HighClassSpin on
 // both sides, so that a service submitting every millisecond never waits
-// for a sleeping thread; its synchronizing calls wait for its streams by
+// for a sleeping thread (on a GPU its pollers keep their Go Ps while they
+// yield the CPU, unless fewer than freePs would be left to the daemon's other
+// goroutines: pollers.go); its synchronizing calls wait for its streams by
 // polling fences (backend.Fencer: a word of host memory the GPU writes once
 // the work before it completed) for as long, with no driver call until the
 // fence is reached, then block in the driver if it was not (fence.go); its

@@ -72,7 +72,8 @@ type Driver struct {
 	// reserved is the partition other classes' streams run in, keeping
 	// SMs free for the high class (Options.ReserveSMs); nil: none.
 	reserved backend.Partition
-	polling  polling // how its pollers wait between looks (fence.go)
+	polling  polling  // how its pollers wait between looks (fence.go)
+	pollers  pollerPs // the Ps its high-class sessions' pollers may hold (pollers.go)
 	staging  *stagingPool
 	log      *slog.Logger
 	limits   config.SessionLimits
@@ -155,6 +156,9 @@ func New(opts Options) (*Driver, error) {
 		lost:     make(chan struct{}),
 		memHooks: hooks,
 		pol:      pol,
+	}
+	if !d.polling.onHost {
+		d.polling.yield = d.pollers.yield
 	}
 	hooks.d.Store(d)
 	pol.attach(d)

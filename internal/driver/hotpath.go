@@ -61,6 +61,9 @@ var (
 // hotPath is a session's shared-memory state.
 type hotPath struct {
 	conn *wire.HotConn // set by serve; the session's transport
+	// pollerPs is how many Ps its pollers may hold, counted in
+	// Driver.pollers from openRing to closeHot.
+	pollerPs int
 
 	mu        sync.Mutex
 	staging   *stagingArea
@@ -159,10 +162,7 @@ func (s *Session) openRing(m *v1.OpenRing) (v1.Message, []int, error) {
 	spin := s.d.ringSpin(s.tenant)
 	poll := s.d.fencePoll(s.tenant)
 	s.fencePoll.Store(int64(poll))
-	opts := ring.Options{Spin: spin}
-	if s.d.polling.onHost {
-		opts.Yield = s.d.polling.yield
-	}
+	opts := ring.Options{Spin: spin, Yield: s.d.polling.yield}
 	own, deferred := poll > 0 && ownCompletions(), poll > 0 && deferKicks()
 	if own || deferred {
 		opts.OnEmpty = s.ringIdle
@@ -171,6 +171,10 @@ func (s *Session) openRing(m *v1.OpenRing) (v1.Message, []int, error) {
 		shm.Close()
 		return nil, nil, fmt.Errorf("open rings: %w", err)
 	}
+	// Counted once per session, whatever became of rings offered before.
+	n := highClassPollerPs(spin, s.d.hedge(s.tenant))
+	s.d.pollers.add(n - s.hot.pollerPs)
+	s.hot.pollerPs = n
 	if own {
 		s.queue.SetOwnCompletions(true)
 	}
@@ -411,6 +415,8 @@ func (s *Session) closeHot() {
 	if s.hot.conn != nil {
 		s.hot.conn.Close()
 	}
+	s.d.pollers.add(-s.hot.pollerPs)
+	s.hot.pollerPs = 0
 	s.hot.mu.Lock()
 	sa := s.hot.staging
 	s.hot.staging = nil
