@@ -2,6 +2,7 @@ package driver
 
 import (
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -121,5 +122,68 @@ func TestDriverCountsHighClassPollers(t *testing.T) {
 	<-hp.s.Done()
 	if held() != 0 || td.d.pollers.share.Load() {
 		t.Errorf("after the service's end: %d Ps held (share %v), want 0", held(), td.d.pollers.share.Load())
+	}
+}
+
+// BenchmarkBestEffortBesideService: a best-effort tenant's round trips
+// (Synchronize over rings) while a high-class service submits every
+// millisecond, with the daemon's Go runtime at GOMAXPROCS=2, on the null
+// backend (polling as on a GPU: pollers keep their P). "keep" makes the
+// service's pollers keep their Ps as if there were Ps to spare; "share" is
+// what the driver does at two Ps (pollersShare). The service's serving
+// goroutine polls its ring without pause at that rate, and its hedge's helper
+// beside it once it has seen the goroutine away: kept, they leave the other
+// tenant's serving goroutine only what the Go runtime's preemption gives it
+// (session 33 on the H100: best effort 0.11 of alone). The in-process
+// clients need Ps too, so this shows the mechanism, not the GPU's figures.
+func BenchmarkBestEffortBesideService(b *testing.B) {
+	if ring.DefaultSpin() <= 0 || os.Getenv(ring.SpinEnv) != "" {
+		b.Skip("rings do not poll here (one CPU) or $GPUOS_RING_SPIN is set")
+	}
+	for _, mode := range []string{"keep", "share"} {
+		b.Run(mode, func(b *testing.B) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+			td := newDriverOn(b, benchBackend(b, "null"), Options{Sched: sched.Options{Policy: "priority"}})
+			procs := map[string]int{"keep": 64, "share": 2}[mode]
+			td.d.pollers.procs = func() int { return procs }
+			for name, class := range map[string]sched.Class{"hp": sched.ClassHigh, "be": sched.ClassLow} {
+				if err := td.d.sched.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			hp, be := td.session("hp", 0), td.session("be", 0)
+			hp.useRings()
+			be.useRings()
+			if have, want := td.d.pollers.share.Load(), mode == "share"; have != want {
+				b.Fatalf("pollers share %v, want %v", have, want)
+			}
+			stop := make(chan struct{})
+			served := make(chan int)
+			go func() {
+				n := 0
+				for {
+					select {
+					case <-stop:
+						served <- n
+						return
+					case <-time.After(time.Millisecond):
+					}
+					if err := hp.call(&v1.Synchronize{}, nil); err != nil {
+						b.Error(err)
+					}
+					n++
+				}
+			}()
+			b.ResetTimer()
+			start := time.Now()
+			for range b.N {
+				be.must(&v1.Synchronize{}, nil)
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			close(stop)
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "be-round-trips/s")
+			b.ReportMetric(float64(<-served)/elapsed.Seconds(), "service-requests/s")
+		})
 	}
 }
