@@ -255,9 +255,9 @@ func (m *HostCopy) Decode(d *Decoder) error {
 // (Synchronize) instead when it wrote any other request since the last
 // synchronize the driver answered, when the page's count of calls moved
 // (an asynchronous error to report), when the fault area is not clear, or
-// when the page stops saying that the driver publishes. A session without a completion page,
-// or whose page cannot cover its guarded programs' fault records, gets
-// Unsupported.
+// when the page stops saying that the driver publishes. A session without a
+// completion page, or whose page cannot cover its guarded programs' fault
+// records, gets Unsupported.
 type WatchLaunches struct{}
 
 func (*WatchLaunches) Type() Type              { return TypeWatchLaunches }
