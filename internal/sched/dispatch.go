@@ -37,6 +37,7 @@ func (s *Scheduler) runLocked(budget int) (issued int) {
 	if s.dispatching {
 		issued = s.expressLocked()
 		if issued == 0 || s.dispatching {
+			s.missed = true
 			return issued
 		}
 		// The holder let go meanwhile (it leaves the device to the
@@ -68,6 +69,7 @@ func (s *Scheduler) runLocked(budget int) (issued int) {
 		}
 	}
 	s.dispatching = false
+	s.missed = false // nextLocked found nothing more: this pass saw it all
 	s.clk = 0
 	return issued
 }

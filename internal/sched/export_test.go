@@ -88,6 +88,14 @@ func (eng *engineState) unaccounted() bool {
 // be woken.
 func (s *Scheduler) BackgroundAsleep() bool { return !s.bgAwake.Load() }
 
+// SetMissed notes that a goroutine left its dispatching to the token's
+// holder, as runLocked does when it finds the token taken.
+func (s *Scheduler) SetMissed() {
+	s.mu.Lock()
+	s.missed = true
+	s.mu.Unlock()
+}
+
 // Lock takes the scheduler's lock until the returned function is called.
 func (s *Scheduler) Lock() (unlock func()) {
 	s.mu.Lock()

@@ -153,16 +153,56 @@ func (s *Scheduler) runForLocked(q *Queue, budget int) (issued int) {
 		return s.runLocked(budget)
 	}
 	if s.pendingLocked() {
-		if q.deferKicks {
+		switch {
+		case !s.dispatcherOwedLocked(q):
+			q.st.KicksSpared++
+		case q.deferKicks:
 			if !q.kickOwed.Swap(true) {
 				q.st.KicksDeferred++
 			}
-		} else {
+		default:
 			s.kick()
 		}
 	}
 	s.clk = 0
 	return issued
+}
+
+// dispatcherOwedLocked reports whether what a high-class submitter of q
+// left undispatched (pendingLocked) needs the background goroutine woken for it. Under a
+// best-effort load other tenants' work is always queued, and waking the
+// goroutine for it after each of a service's requests made ~1,000 wake-ups
+// a second (on a virtual machine, interrupts to other CPUs) that were
+// usually for nothing: the policy holds the lower classes back while the
+// service is active, and the next completion on an engine dispatches
+// (afterCompletionsLocked) anyway (bench/RESULTS.md, session 34). So it is
+// owed only where no completion or timer will come to that work: an engine
+// with work queued and nothing in flight, q's own commands the express lane
+// left, a marker at a stream's head, a goroutine that left its dispatching
+// to this one (missed), or a background goroutine asleep with no timer
+// (then nothing ticks the policy).
+func (s *Scheduler) dispatcherOwedLocked(q *Queue) bool {
+	if s.opts.NoSpareKicks || s.missed || len(q.t.active) > 0 || (!s.bgAwake.Load() && s.bgNext < 0) {
+		return true
+	}
+	for e := range s.eng {
+		if s.eng[e].inflight > 0 {
+			continue
+		}
+		for _, t := range s.tenants {
+			if t.eng[e].queued > 0 {
+				return true
+			}
+		}
+	}
+	for _, t := range s.tenants {
+		for _, sq := range t.active {
+			if sq.len() > 0 && sq.front().Kind == Marker {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // pendingLocked reports whether a dispatcher has anything to look at:

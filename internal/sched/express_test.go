@@ -549,3 +549,72 @@ func TestInDriver(t *testing.T) {
 		t.Errorf("%d issuing after both returned, want 0", n)
 	}
 }
+
+// TestSparedKicks: a high-class submitter that issued its own commands
+// leaves the background goroutine asleep when the other work queued has a
+// completion coming (the best effort's command in flight, the service's
+// own): no wake-up owed, one spared, and that work is issued as the
+// completions come. It owes one where none would come to the work: an
+// engine with work queued and nothing in flight, or a dispatch another
+// goroutine left to it (a marker at a stream's head: TestDeferredKicks);
+// and always under Options.NoSpareKicks.
+func TestSparedKicks(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		noSpare bool
+		missed  bool       // a goroutine left its dispatching to the service's
+		kind    sched.Kind // of the best effort's work
+		held    bool       // the best effort's queue held: nothing of it in flight
+		owed    bool
+	}{
+		{"completions will come", false, false, sched.Compute, false, false},
+		{"work on an idle engine", false, false, sched.Copy, true, true},
+		{"a dispatch left to it", false, true, sched.Compute, false, true},
+		{"NoSpareKicks", true, false, sched.Compute, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServiceSched(t, sched.Options{Device: &fakeDevice{}, TickInterval: time.Hour, TenantInFlight: 1, NoSpareKicks: tc.noSpare}, "priority")
+			be := newQueue(t, s, sched.QueueParams{Tenant: "be", Session: 1, Depth: 8})
+			svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 2, Depth: 8, Class: sched.ClassHigh})
+			svc.SetDeferredKicks(true)
+			svc.SetOwnCompletions(true) // as the driver's service: it reaps its own
+			ctx := tctx(t)
+			beSt, svcSt := newFakeStream(false), newFakeStream(true)
+			release := func() {}
+			if tc.held {
+				var err error
+				if release, err = be.Hold(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			const n = 4
+			var done atomic.Int32
+			for range n {
+				c := &sched.Command{Kind: tc.kind, Stream: beSt, Issue: beSt.op, Bytes: 1 << 20, Done: func(error) { done.Add(1) }}
+				if err := be.Submit(ctx, c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitBackgroundAsleep(t, s)
+			if tc.missed {
+				s.SetMissed()
+			}
+			if err := svc.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: svcSt, Issue: svcSt.op}); err != nil {
+				t.Fatal(err)
+			}
+			st := svc.Stats()
+			if st.KicksDeferred+st.KicksSpared != 1 || svc.KickOwed() != tc.owed || (st.KicksDeferred == 1) != tc.owed {
+				t.Fatalf("kicks deferred %d, spared %d, owed %v; want one, owed %v\n%s", st.KicksDeferred, st.KicksSpared, svc.KickOwed(), tc.owed, s.Dump())
+			}
+			svc.Reap() // the service's answered request, in the driver
+			svc.Kick() // pays one owed
+			release()
+			for deadline := time.Now().Add(10 * time.Second); done.Load() < n; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d of the best effort's %d commands done\n%s", done.Load(), n, s.Dump())
+				}
+				beSt.release(-1)
+			}
+		})
+	}
+}

@@ -129,6 +129,15 @@ type Options struct {
 	// LowClassPoll from the start, instead of first sleeping through most
 	// of a compute point's expected time (LowPollFirst). For measuring.
 	NoLowClassPace bool
+	// LowPaceAverage makes that first sleep three quarters of the
+	// waiter's recent waits (LowPollFirst) instead of the nap its Pace
+	// learns. For measuring.
+	LowPaceAverage bool
+	// NoSpareKicks makes a high-class submitter that issued its own
+	// commands wake the background goroutine whenever other work is
+	// queued, rather than only when no completion or timer will come to
+	// it (dispatcherOwedLocked). For measuring what sparing them gives.
+	NoSpareKicks bool
 	// NoHighClassStart records no start event before any high-class
 	// command, instead of one in highStartEvery (each is charged at most
 	// its tenant's estimate, as the others are). For measuring.
@@ -261,6 +270,11 @@ type Scheduler struct {
 	events       [2][]backend.Event // pools: untimed, timed
 	points       []*point
 	ready        [NumEngines][]TenantID
+
+	// missed: a goroutine left what it would have dispatched to the token's
+	// holder since a pass of runLocked last found nothing more to do; an
+	// express holder, which looks at the high class only, then owes a kick.
+	missed bool
 
 	// highReserved: the high class has SMs no other class's stream runs on
 	// (SetHighClassReserved).
@@ -554,6 +568,7 @@ type QueueStats struct {
 	CopyBytes                    uint64        // copy bytes charged
 	Reaped                       uint64        // completion events its submitter completed (Reap)
 	KicksDeferred                uint64        // background wake-ups its submissions left owed (kick.go)
+	KicksSpared                  uint64        // and those they spared: completions or timers will come to what they left (dispatcherOwedLocked)
 	FenceEnds                    uint64        // points that ended at their command's fence, no event recorded (fenceend.go)
 }
 
@@ -702,7 +717,9 @@ func (q *Queue) Submit(ctx context.Context, c *Command) error {
 		// P99 under load against 1.5-4.4 alone (bench/RESULTS.md, runs 41-45).
 		// It issues its own.
 		s.gen.Add(1)
-		if !s.dispatching && !s.bgAwake.Load() && q.queued >= 2 {
+		if s.dispatching {
+			s.missed = true
+		} else if !s.bgAwake.Load() && q.queued >= 2 {
 			s.kick()
 		}
 	} else {
@@ -726,7 +743,9 @@ func (q *Queue) Flush() {
 	}
 	s := q.s
 	s.mu.Lock()
-	if q.queued > 0 && !s.dispatching && !s.bgAwake.Load() {
+	if q.queued > 0 && s.dispatching {
+		s.missed = true
+	} else if q.queued > 0 && !s.bgAwake.Load() {
 		s.runForLocked(q, submitBudget)
 	}
 	s.mu.Unlock()
@@ -1090,3 +1109,8 @@ func (s *Scheduler) countIssuing(d int32) {
 // events (Options.LowClassPoll after its default; negative: they wait in
 // the backend). The driver paces other waits of that class by it.
 func (s *Scheduler) LowClassPoll() time.Duration { return s.opts.LowClassPoll }
+
+// LowPaceAverage reports Options.LowPaceAverage: whether paced low-class
+// waits sleep first through three quarters of their recent waits
+// (LowPollFirst) rather than what a Pace learns.
+func (s *Scheduler) LowPaceAverage() bool { return s.opts.LowPaceAverage }

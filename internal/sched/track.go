@@ -140,8 +140,10 @@ type waiter struct {
 	head   int
 	closed bool
 	cond   *sync.Cond
-	// expect is how long its recent waits for low-class compute points
-	// took, a moving average (LowPollFirst).
+	// pace learns its first nap at low-class compute points (Pace);
+	// expect is how long its recent waits for them took, a moving average,
+	// under Options.LowPaceAverage (LowPollFirst).
+	pace   Pace
 	expect time.Duration
 }
 
@@ -181,24 +183,28 @@ func (s *Scheduler) wait(w *waiter) {
 		if w.head == len(w.pts) {
 			w.pts, w.head = w.pts[:0], 0
 		}
-		end := p.end
-		poll := s.opts.LowClassPoll > 0 && p.t.class() == ClassLow
+		end, cost, period := p.end, p.cost, s.opts.LowClassPoll
+		poll := period > 0 && p.t.class() == ClassLow
 		paced := poll && !s.opts.NoLowClassPace && p.e == EngineCompute
-		first := s.opts.LowClassPoll
-		if paced {
-			first = LowPollFirst(p.cost, w.expect, s.opts.LowClassPoll)
+		byAverage := paced && s.opts.LowPaceAverage
+		first := period
+		if byAverage {
+			first = LowPollFirst(cost, w.expect, period)
 		}
 		s.mu.Unlock()
 		began := time.Now()
 		var err error
-		if poll {
-			err = PollEvent(end, first, s.opts.LowClassPoll, s.opts.LowClassPoll)
-		} else {
+		switch {
+		case paced && !byAverage:
+			err = w.pace.Wait(nil, end, time.Duration(cost/2), lowPaceLimit(cost), period, period)
+		case poll:
+			err = PollEvent(end, first, period, period)
+		default:
 			err = end.Synchronize()
 		}
 		synced := time.Now()
 		s.mu.Lock()
-		if paced {
+		if byAverage {
 			w.expect += (synced.Sub(began) - w.expect) / 4
 		}
 		p.synced = synced
@@ -222,40 +228,6 @@ func (s *Scheduler) afterCompletionsLocked(dones []*Command) {
 	if !s.bgAwake.Load() {
 		s.runLocked(waiterBudget)
 	}
-}
-
-// PollEvent waits for ev by querying it: at once, then after first, then
-// after naps from period doubling up to maxNap (every period if maxNap is
-// no longer), until it completes or fails. The scheduler's low-class
-// waiters look every period; the driver's low-class fence waits double.
-func PollEvent(ev backend.Event, first, period, maxNap time.Duration) error {
-	for nap, next := first, period; ; nap, next = next, max(min(2*next, maxNap), period) {
-		done, err := ev.Query()
-		if err != nil || done {
-			return err
-		}
-		sleep(nap)
-	}
-}
-
-// sleep is time.Sleep; tests see the naps PollEvent takes.
-var sleep = time.Sleep
-
-// maxLowPollFirst bounds a low-class waiter's first sleep, so that a
-// wrong estimate delays a best-effort completion by little.
-const maxLowPollFirst = 5 * time.Millisecond
-
-// LowPollFirst is how long a low-class waiter sleeps before its second look
-// at a compute point whose charge is estimated at cost ns, when its recent
-// waits took expect: half the cost or three quarters of expect, whichever
-// is longer (tenants sharing the GPU make a point take longer than its
-// charge), within period and maxLowPollFirst. A sleeping goroutine's every
-// wake-up is a thread the Go runtime starts on an idle CPU: polling each
-// period, the best-effort load's two waiters were woken ~5,000 times a
-// second, most of the daemon's goroutine wake-ups under load
-// (bench/RESULTS.md, session 12).
-func LowPollFirst(cost int64, expect, period time.Duration) time.Duration {
-	return min(max(time.Duration(cost/2), expect*3/4, period), maxLowPollFirst)
 }
 
 // completeAndReport completes a point whose event could not be recorded and
