@@ -10,6 +10,8 @@ runnable, by where the waker was (the runtime's timers and network poller,
 or the first gpuos frame of the waking goroutine's stack) and where the
 woken goroutine had been waiting (its last blocking stack's first gpuos
 frame). Session 12 counted these by hand; session 18 kept the script.
+With an argument N, the waker is named by its first N gpuos frames (who
+called kick, say).
 """
 import collections
 import re
@@ -29,11 +31,12 @@ def frames(lines, j):
     return out, j
 
 
-def site(fr):
-    """The first gpuos frame of a stack, else its first non-runtime one."""
-    for f in fr:
-        if f.startswith(OURS):
-            return f[len(OURS):]
+def site(fr, depth=1):
+    """The first depth gpuos frames of a stack (innermost first, joined by
+    " < "), else its first non-runtime frame."""
+    ours = [f[len(OURS):] for f in fr if f.startswith(OURS)]
+    if ours:
+        return " < ".join(ours[:depth])
     for f in fr:
         if not f.startswith("runtime."):
             return f
@@ -41,6 +44,7 @@ def site(fr):
 
 
 def main():
+    depth = int(sys.argv[1]) if len(sys.argv) > 1 else 1
     lines = sys.stdin.read().split("\n")
     waiting = {}  # goroutine -> where it last blocked
     wakes = collections.Counter()
@@ -75,7 +79,7 @@ def main():
         if after == "Waiting":
             waiting[gid] = site(transition or stack)
         if before == "Waiting" and after == "Runnable":
-            waker = "runtime (timers, network poller)" if g == "-1" else site(stack)
+            waker = "runtime (timers, network poller)" if g == "-1" else site(stack, depth)
             wakes[(waker, waiting.get(gid, "?"))] += 1
         i = j
     if t0 is None or t1 == t0:

@@ -477,12 +477,42 @@ func TestLaunchFenceWithPrefence(t *testing.T) {
 }
 
 // TestHighClassDefersKicks: a high-class session that polls fences leaves
-// the scheduler's background wake-ups its launches owe (another tenant's
-// work is queued) until its requests are answered, and pays them then:
-// nothing stays owed, and the other tenant's work all completes. With
-// $GPUOS_SCHED_DEFER_KICK=0 its launches wake the goroutine at once.
+// the scheduler's background wake-ups its launches owe until its requests
+// are answered, and pays them then: nothing stays owed, and the other
+// tenant's work all completes. By default its launches owe none here (the
+// service's own launch is in flight, and its completion will look at what
+// is queued) and spare them; under
+// sched.Options.NoSpareKicks they owe them and defer them; with
+// $GPUOS_SCHED_DEFER_KICK=0 as well, they wake the goroutine at once.
 func TestHighClassDefersKicks(t *testing.T) {
-	td := newTestDriver(t, 256<<20, Options{Sched: sched.Options{Policy: "priority"}})
+	for _, tc := range []struct {
+		name                     string
+		noSpare, wakeAtOnce      bool
+		wantDeferred, wantSpared bool
+	}{
+		{"spared", false, false, false, true},
+		{"deferred", true, false, true, false},
+		{"at once", true, true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.wakeAtOnce {
+				t.Setenv(DeferKickEnv, "0")
+			}
+			st := servedBesideHeldWork(t, sched.Options{Policy: "priority", NoSpareKicks: tc.noSpare})
+			if (st.KicksDeferred > 0) != tc.wantDeferred || (st.KicksSpared > 0) != tc.wantSpared {
+				t.Errorf("%d wake-ups deferred, %d spared; want deferred %v, spared %v", st.KicksDeferred, st.KicksSpared, tc.wantDeferred, tc.wantSpared)
+			}
+		})
+	}
+}
+
+// servedBesideHeldWork runs rounds of a launch and its synchronize in a
+// session of a high-class service while a best-effort tenant's launches
+// are queued, checks that no wake-up stays owed and that both tenants' work
+// completes, and returns the service's queue's counters.
+func servedBesideHeldWork(t *testing.T, o sched.Options) sched.QueueStats {
+	t.Helper()
+	td := newTestDriver(t, 256<<20, Options{Sched: o})
 	for name, class := range map[string]sched.Class{"hp": sched.ClassHigh, "be": sched.ClassLow} {
 		if err := td.d.sched.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
 			t.Fatal(err)
@@ -492,44 +522,31 @@ func TestHighClassDefersKicks(t *testing.T) {
 	be := td.session("be", 0)
 	bk := be.loadKernel("vecadd.ptx", "vecadd")
 	bbuf := be.vecaddBuffer(n, func(i int) float32 { return 1 }, func(i int) float32 { return 2 })
-	// served runs rounds of a launch and its synchronize in a new session
-	// of the service, with the best effort's launches queued meanwhile, and
-	// returns how many wake-ups its queue deferred.
-	served := func() uint64 {
-		t.Helper()
-		hp, k, buf := newRingVecadd(td, "hp", n)
-		// Held, the best effort's queue keeps its launches queued however
-		// fast the software GPU runs them (unheld, they could all be done
-		// before the service's first launch).
-		release, err := be.s.queue.Hold(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for range 32 {
-			be.must(vecaddLaunch(bk, bbuf, n, 0), nil)
-		}
-		for range 8 {
-			hp.must(vecaddLaunch(k, buf, n, 0), nil)
-			hp.must(&v1.Synchronize{}, nil)
-		}
-		// Paid after the last answer, on the serving goroutine.
-		for deadline := time.Now().Add(10 * time.Second); hp.s.queue.KickOwed(); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("a wake-up of the dispatcher still owed after the service's requests were answered")
-			}
-		}
-		release()
-		be.must(&v1.Synchronize{}, nil) // the best effort's work all completes
-		hp.expectVecadd(buf, n, func(i int) float32 { return float32(i + 1) }, "the service's result")
-		return hp.s.queue.Stats().KicksDeferred
+	hp, k, buf := newRingVecadd(td, "hp", n)
+	// Held, the best effort's queue keeps its launches queued however fast
+	// the software GPU runs them (unheld, they could all be done before the
+	// service's first launch).
+	release, err := be.s.queue.Hold(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if deferred := served(); deferred == 0 {
-		t.Error("no wake-up deferred: the service's launches found no other work queued, or woke the dispatcher")
+	for range 32 {
+		be.must(vecaddLaunch(bk, bbuf, n, 0), nil)
 	}
-	t.Setenv(DeferKickEnv, "0")
-	if deferred := served(); deferred != 0 {
-		t.Errorf("with %s=0, %d wake-ups deferred, want 0", DeferKickEnv, deferred)
+	for range 8 {
+		hp.must(vecaddLaunch(k, buf, n, 0), nil)
+		hp.must(&v1.Synchronize{}, nil)
 	}
+	// Paid after the last answer, on the serving goroutine.
+	for deadline := time.Now().Add(10 * time.Second); hp.s.queue.KickOwed(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a wake-up of the dispatcher still owed after the service's requests were answered")
+		}
+	}
+	release()
+	be.must(&v1.Synchronize{}, nil) // the best effort's work all completes
+	hp.expectVecadd(buf, n, func(i int) float32 { return float32(i + 1) }, "the service's result")
+	return hp.s.queue.Stats()
 }
 
 // TestHighClassFenceEnds: the launches of a high-class session that polls

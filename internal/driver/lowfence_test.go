@@ -26,6 +26,10 @@ func TestLowFenceWaits(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			defer lowFencePollOn.Store(lowFencePollOn.Swap(tt.on))
+			// Kernels long enough that a wait's first look finds its
+			// fence not yet reached, and the wait learns a nap.
+			defer func(d time.Duration) { wallKernelTime = d }(wallKernelTime)
+			wallKernelTime = 500 * time.Microsecond
 			be, ts, launch := newWallSession(t, "be", tt.class)
 			const waits = 8
 			syncs := be.st.eventSyncs.Load()
@@ -48,8 +52,8 @@ func TestLowFenceWaits(t *testing.T) {
 			if !tt.syncs && got != 0 {
 				t.Errorf("%d event synchronizes, want none: the waits poll", got)
 			}
-			if expect := ts.s.fenceExpect.Load(); tt.syncs != (expect == 0) {
-				t.Errorf("the session's fence-wait estimate is %v; want one only where the waits poll", time.Duration(expect))
+			if learned := ts.s.fencePace.First(); tt.syncs != (learned == 0) {
+				t.Errorf("the session's fence waits learned a first nap of %v; want one only where the waits poll", learned)
 			}
 		})
 	}
@@ -65,5 +69,35 @@ func TestLowFenceWaitEnv(t *testing.T) {
 		if got := lowFencesPoll(tt.value); got != tt.polls {
 			t.Errorf("%s=%q: polls %v, want %v", LowFenceWaitEnv, tt.value, got, tt.polls)
 		}
+	}
+}
+
+// TestLowFenceWaitTimeout: a low-class WaitFence with a timeout whose fence
+// is issued but not reached in time (behind a kernel of 300 ms) fails with
+// CodeTimeout, whether it polls on the serving goroutine or blocks in the
+// event's synchronize on a goroutine of its own; without a timeout, the
+// same fence is reached.
+func TestLowFenceWaitTimeout(t *testing.T) {
+	defer func(d time.Duration) { wallKernelTime = d }(wallKernelTime)
+	wallKernelTime = 300 * time.Millisecond
+	for _, tt := range []struct {
+		name string
+		poll bool
+	}{{"polling", true}, {"synchronizing", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			defer lowFencePollOn.Store(lowFencePollOn.Swap(tt.poll))
+			_, ts, launch := newWallSession(t, "be", sched.ClassLow)
+			ts.must(launch, nil)
+			var fc v1.FenceCreated
+			ts.must(&v1.RecordFence{}, &fc)
+			err := ts.call(&v1.WaitFence{Fence: fc.Handle, TimeoutNs: uint64(5 * time.Millisecond)}, nil)
+			if v1.CodeOf(err) != v1.CodeTimeout {
+				t.Fatalf("wait with a 5-ms timeout on a fence behind a 300-ms kernel: %v, want a CodeTimeout error", err)
+			}
+			ts.must(&v1.WaitFence{Fence: fc.Handle}, nil)
+			if err := ts.call(&v1.PollFence{Fence: fc.Handle}, nil); err != nil {
+				t.Fatalf("the fence waited for is not reached: %v", err)
+			}
+		})
 	}
 }
