@@ -97,9 +97,7 @@
 // $GPUOS_SCHED_LOWPOLL how often those of the low class query (a
 // duration, or off: sched.Options.LowClassPoll), and $GPUOS_SCHED_LOWPACE=0
 // makes them query that often from a kernel's start
-// (sched.Options.NoLowClassPace), $GPUOS_SCHED_LOWPACE=avg makes their
-// first sleep three quarters of their recent waits
-// (sched.Options.LowPaceAverage); $GPUOS_SCHED_SPARE_KICKS=0 makes
+// (sched.Options.NoLowClassPace); $GPUOS_SCHED_SPARE_KICKS=0 makes
 // high-class submitters wake its background goroutine whenever other
 // work is queued (sched.Options.NoSpareKicks);
 // $GPUOS_HEDGE=0 turns off hedged serving of high-class sessions and

@@ -39,22 +39,18 @@ func (s *Session) pollsLowFences() bool {
 	return lowFencePollOn.Load() && s.d.sched.LowClassPoll() > 0 && s.queue.Class() == sched.ClassLow
 }
 
-// pollLowFence waits for a fence's event by querying it: at once, then
-// after the first nap the session's fence waits have learned (sched.Pace),
-// then after naps that start at the low class's poll period and double up
-// to an eighth of that nap; until the event completes or fails, or ctx
-// ends. A wait thus usually costs one wake-up and ends at most about an
-// eighth of its length late, which a client with its next batch queued
-// does not notice. Under sched.Options.LowPaceAverage the first nap is
-// three quarters of the session's recent fence waits instead.
+// pollLowFence waits for a fence's event by querying it (sched.PollEvent):
+// at once, then after three quarters of the session's recent fence waits
+// (sched.LowPollFirst: at least the low class's poll period, at most 5 ms),
+// then after naps that start at the poll period and double up to an eighth
+// of those waits, until it completes or fails, or ctx ends. A wait thus
+// costs a few wake-ups and ends at most about an eighth of its length late,
+// which a client with its next batch queued does not notice.
 func (s *Session) pollLowFence(ctx context.Context, ev backend.Event) error {
 	period := s.d.sched.LowClassPoll()
-	if !s.d.sched.LowPaceAverage() {
-		return s.fencePace.Wait(ctx, ev, period, time.Hour, period, max(s.fencePace.First()/8, period))
-	}
 	expect := time.Duration(s.fenceExpect.Load())
 	began := time.Now()
-	err := sched.PollEvent(ev, sched.LowPollFirst(0, expect, period), period, max(expect/8, period))
+	err := sched.PollEvent(ctx, ev, sched.LowPollFirst(0, expect, period), period, max(expect/8, period))
 	// A moving average; two waits ending at once may lose one's update.
 	s.fenceExpect.Store(int64(expect + (time.Since(began)-expect)/4))
 	return err

@@ -60,10 +60,8 @@ const BlockingWaitEnv = "GPUOS_SCHED_WAIT"
 const LowClassPollEnv = "GPUOS_SCHED_LOWPOLL"
 
 // LowClassPaceEnv, set to "0", makes the low class's completion waiters look
-// every poll period from the start (sched.Options.NoLowClassPace); set to
-// "avg", it makes their first sleep, and the low-class fence waits', three
-// quarters of their recent waits rather than what each learns
-// (sched.Options.LowPaceAverage). For measuring.
+// every poll period from the start (sched.Options.NoLowClassPace). For
+// measuring.
 const LowClassPaceEnv = "GPUOS_SCHED_LOWPACE"
 
 // SpareKicksEnv, set to "0", makes a high-class submitter wake the
@@ -173,8 +171,8 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 		DeviceMemoryLimit: *devMem, Log: log, SwapLimit: *swap, SwapReserve: *swapReserve, MinResidency: *minRes, ReserveSMs: *reserveSMs,
 		Sched: sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0", NoHighFirst: os.Getenv(NoHighFirstEnv) == "0", SliceTarget: slice,
 			BlockingWait: os.Getenv(BlockingWaitEnv) == "block", LowClassPoll: lowPoll,
-			NoLowClassPace: os.Getenv(LowClassPaceEnv) == "0", LowPaceAverage: os.Getenv(LowClassPaceEnv) == "avg",
-			NoSpareKicks: os.Getenv(SpareKicksEnv) == "0", NoHighClassStart: os.Getenv(HighClassStartEnv) == "0"}})
+			NoLowClassPace: os.Getenv(LowClassPaceEnv) == "0",
+			NoSpareKicks:   os.Getenv(SpareKicksEnv) == "0", NoHighClassStart: os.Getenv(HighClassStartEnv) == "0"}})
 	if err != nil {
 		return err
 	}

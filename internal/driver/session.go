@@ -45,8 +45,7 @@ type Session struct {
 	state    string
 
 	issueNs     atomic.Int64 // moving average of the time a launch takes to issue (noteIssue)
-	fencePace   sched.Pace   // the first nap of its paced fence waits (pollLowFence)
-	fenceExpect atomic.Int64 // under sched.Options.LowPaceAverage: their moving average, ns
+	fenceExpect atomic.Int64 // moving average of its paced fence waits, ns (pollLowFence)
 
 	launches, copies, copyBytes, violations atomic.Uint64
 	guard                                   sessionGuard // guarded programs and revocation (guard.go)

@@ -129,10 +129,6 @@ type Options struct {
 	// LowClassPoll from the start, instead of first sleeping through most
 	// of a compute point's expected time (LowPollFirst). For measuring.
 	NoLowClassPace bool
-	// LowPaceAverage makes that first sleep three quarters of the
-	// waiter's recent waits (LowPollFirst) instead of the nap its Pace
-	// learns. For measuring.
-	LowPaceAverage bool
 	// NoSpareKicks makes a high-class submitter that issued its own
 	// commands wake the background goroutine whenever other work is
 	// queued, rather than only when no completion or timer will come to
@@ -1109,8 +1105,3 @@ func (s *Scheduler) countIssuing(d int32) {
 // events (Options.LowClassPoll after its default; negative: they wait in
 // the backend). The driver paces other waits of that class by it.
 func (s *Scheduler) LowClassPoll() time.Duration { return s.opts.LowClassPoll }
-
-// LowPaceAverage reports Options.LowPaceAverage: whether paced low-class
-// waits sleep first through three quarters of their recent waits
-// (LowPollFirst) rather than what a Pace learns.
-func (s *Scheduler) LowPaceAverage() bool { return s.opts.LowPaceAverage }

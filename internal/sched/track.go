@@ -140,10 +140,8 @@ type waiter struct {
 	head   int
 	closed bool
 	cond   *sync.Cond
-	// pace learns its first nap at low-class compute points (Pace);
-	// expect is how long its recent waits for them took, a moving average,
-	// under Options.LowPaceAverage (LowPollFirst).
-	pace   Pace
+	// expect is how long its recent waits for low-class compute points
+	// took, a moving average (LowPollFirst).
 	expect time.Duration
 }
 
@@ -183,28 +181,24 @@ func (s *Scheduler) wait(w *waiter) {
 		if w.head == len(w.pts) {
 			w.pts, w.head = w.pts[:0], 0
 		}
-		end, cost, period := p.end, p.cost, s.opts.LowClassPoll
-		poll := period > 0 && p.t.class() == ClassLow
+		end := p.end
+		poll := s.opts.LowClassPoll > 0 && p.t.class() == ClassLow
 		paced := poll && !s.opts.NoLowClassPace && p.e == EngineCompute
-		byAverage := paced && s.opts.LowPaceAverage
-		first := period
-		if byAverage {
-			first = LowPollFirst(cost, w.expect, period)
+		first := s.opts.LowClassPoll
+		if paced {
+			first = LowPollFirst(p.cost, w.expect, s.opts.LowClassPoll)
 		}
 		s.mu.Unlock()
 		began := time.Now()
 		var err error
-		switch {
-		case paced && !byAverage:
-			err = w.pace.Wait(nil, end, time.Duration(cost/2), lowPaceLimit(cost), period, period)
-		case poll:
-			err = PollEvent(end, first, period, period)
-		default:
+		if poll {
+			err = PollEvent(nil, end, first, s.opts.LowClassPoll, s.opts.LowClassPoll)
+		} else {
 			err = end.Synchronize()
 		}
 		synced := time.Now()
 		s.mu.Lock()
-		if byAverage {
+		if paced {
 			w.expect += (synced.Sub(began) - w.expect) / 4
 		}
 		p.synced = synced
