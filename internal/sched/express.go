@@ -169,18 +169,18 @@ func (s *Scheduler) runForLocked(q *Queue, budget int) (issued int) {
 }
 
 // dispatcherOwedLocked reports whether what a high-class submitter of q
-// left undispatched (pendingLocked) needs the background goroutine woken for it. Under a
-// best-effort load other tenants' work is always queued, and waking the
-// goroutine for it after each of a service's requests made ~1,000 wake-ups
-// a second (on a virtual machine, interrupts to other CPUs) that were
-// usually for nothing: the policy holds the lower classes back while the
-// service is active, and the next completion on an engine dispatches
-// (afterCompletionsLocked) anyway (bench/RESULTS.md, session 34). So it is
-// owed only where no completion or timer will come to that work: an engine
-// with work queued and nothing in flight, q's own commands the express lane
-// left, a marker at a stream's head, a goroutine that left its dispatching
-// to this one (missed), or a background goroutine asleep with no timer
-// (then nothing ticks the policy).
+// left undispatched (pendingLocked) needs the background goroutine woken
+// for it. Under a best-effort load other tenants' work is always queued,
+// and waking the goroutine for it after each of a service's requests made
+// ~1,000 wake-ups a second (on a virtual machine, interrupts to other
+// CPUs) that were usually for nothing: the policy holds the lower classes
+// back while the service is active, and the next completion on an engine
+// dispatches anyway (afterCompletionsLocked; bench/RESULTS.md, session
+// 34). So it is owed only where no completion or timer will come to that
+// work: an engine with work queued and nothing in flight, q's own commands
+// the express lane left, a marker at a stream's head, a goroutine that
+// left its dispatching to this one (missed), or a background goroutine
+// asleep with no timer (then nothing ticks the policy).
 func (s *Scheduler) dispatcherOwedLocked(q *Queue) bool {
 	if s.opts.NoSpareKicks || s.missed || len(q.t.active) > 0 || (!s.bgAwake.Load() && s.bgNext < 0) {
 		return true

@@ -48,12 +48,13 @@ const maxLowPollFirst = 5 * time.Millisecond
 // waits took expect: half the cost or three quarters of expect, whichever
 // is longer (tenants sharing the GPU make a point take longer than its
 // charge), within period and maxLowPollFirst. Sleeping longer, to save the
-// second wake-up, costs the best effort throughput: the lookahead
-// (Options.Lookahead) keeps little of its work queued on the device, so a
-// completion seen late leaves the device idle. A first nap learned to end
-// just past the point's end took the best-effort waiters' wake-ups from
-// 1.83 a point to ~0.7 and the best effort from 0.98 of its throughput
-// alone to 0.80 on the H100 (bench/RESULTS.md, session 34).
+// second wake-up, costs the best effort throughput: while a service is
+// active, priority keeps two of the lower classes' commands in flight
+// (lowerInFlight), so a completion seen late leaves the device idle. A
+// first nap learned to end just past the point's end took the best-effort
+// waiters' wake-ups from 1.83 a point to ~0.7 and the best effort from
+// 0.98 of its throughput alone to 0.80 on the H100 (bench/RESULTS.md,
+// session 34).
 func LowPollFirst(cost int64, expect, period time.Duration) time.Duration {
 	return min(max(time.Duration(cost/2), expect*3/4, period), maxLowPollFirst)
 }
