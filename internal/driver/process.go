@@ -69,6 +69,11 @@ const LowClassPaceEnv = "GPUOS_SCHED_LOWPACE"
 // (sched.Options.NoSpareKicks). For measuring.
 const SpareKicksEnv = "GPUOS_SCHED_SPARE_KICKS"
 
+// LowClassSpinEnv, set to "1", has one goroutine complete the low class's
+// work by spinning on fences while a high-class session is open
+// (sched.Options.LowClassSpin). For measuring.
+const LowClassSpinEnv = "GPUOS_SCHED_LOWSPIN"
+
 // HighClassStartEnv, set to "0", records no start event before a high-class
 // command on an idle accounting chain (sched.Options.NoHighClassStart). For
 // measuring.
@@ -172,7 +177,8 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 		Sched: sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0", NoHighFirst: os.Getenv(NoHighFirstEnv) == "0", SliceTarget: slice,
 			BlockingWait: os.Getenv(BlockingWaitEnv) == "block", LowClassPoll: lowPoll,
 			NoLowClassPace: os.Getenv(LowClassPaceEnv) == "0",
-			NoSpareKicks:   os.Getenv(SpareKicksEnv) == "0", NoHighClassStart: os.Getenv(HighClassStartEnv) == "0"}})
+			NoSpareKicks:   os.Getenv(SpareKicksEnv) == "0", NoHighClassStart: os.Getenv(HighClassStartEnv) == "0",
+			LowClassSpin: os.Getenv(LowClassSpinEnv) == "1"}})
 	if err != nil {
 		return err
 	}

@@ -457,6 +457,7 @@ func (s *Scheduler) issueLocked(a *action) {
 	// A point that takes no timing from its end, which its queue will own,
 	// may end at the command's own fence (fenceend.go).
 	fenceable := track && p.unstarted && a.hi == 0 && q.own && q.waiting == 0
+	spun := track && s.spinWatchLocked(t)
 	c.EndFence = nil
 	s.mu.Unlock()
 	s.countIssuing(1)
@@ -486,6 +487,10 @@ func (s *Scheduler) issueLocked(a *action) {
 		if recErr == nil {
 			recErr = recordMarker(st, end)
 		}
+	}
+	var watch backend.Fence
+	if spun && !fenced && recErr == nil && err == nil {
+		watch = watchFence(st)
 	}
 
 	s.countIssuing(-1)
@@ -528,11 +533,11 @@ func (s *Scheduler) issueLocked(a *action) {
 	}
 	c.EndFence = nil
 	if track {
-		p.end = end
+		p.end, p.watch = end, watch
 		if recErr != nil {
 			s.completeAndReport(p, fmt.Errorf("track completion: %w", recErr))
 		} else if !s.ownLocked(q, p, a) {
-			s.waiterFor(st).push(p)
+			s.pushLocked(st, p)
 		}
 	}
 	if failed != nil && failed.Done != nil {
@@ -564,7 +569,7 @@ func (s *Scheduler) flushLocked(sq *streamQ) {
 		s.completeAndReport(p, fmt.Errorf("track completion: %w", err))
 		return
 	}
-	s.waiterFor(st).push(p)
+	s.pushLocked(st, p)
 }
 
 func (s *Scheduler) removeTail(sq *streamQ) {

@@ -125,7 +125,7 @@ func (s *Scheduler) handOffLocked(q *Queue) {
 		return
 	}
 	for _, p := range q.owned[q.ownedHead:] {
-		s.waiterFor(p.sq.st).push(p)
+		s.pushLocked(p.sq.st, p)
 	}
 	clear(q.owned)
 	q.owned, q.ownedHead = q.owned[:0], 0

@@ -134,6 +134,13 @@ type Options struct {
 	// queued, rather than only when no completion or timer will come to
 	// it (dispatcherOwedLocked). For measuring what sparing them gives.
 	NoSpareKicks bool
+	// LowClassSpin has one goroutine complete the low class's tracked
+	// points while a tenant of class high has a session, reading a fence
+	// enqueued behind each point's end without pause instead of the
+	// waiters' naps (lowspin.go): no timer and no driver call per look, for
+	// one CPU kept busy while such points are in flight. Streams without
+	// fences (backend.Fencer) are waited for as usual.
+	LowClassSpin bool
 	// NoHighClassStart records no start event before any high-class
 	// command, instead of one in highStartEvery (each is charged at most
 	// its tenant's estimate, as the others are). For measuring.
@@ -261,6 +268,7 @@ type Scheduler struct {
 	bgNext       int64 // when the background goroutine means to wake; -1: only when kicked
 	nextTick     int64
 	waiters      map[backend.Stream]*waiter
+	spinner      lowSpinner         // the low class's spinner (lowspin.go)
 	gating       int                // turn gates being recorded (turns.go)
 	gateIdle     *sync.Cond         // gating fell to 0
 	events       [2][]backend.Event // pools: untimed, timed
@@ -381,6 +389,7 @@ func New(opts Options) (*Scheduler, error) {
 	}
 	s.host.s = s
 	s.gateIdle = sync.NewCond(&s.mu)
+	s.spinner.cond = sync.NewCond(&s.mu)
 	s.flushOlder, s.bgNext = -1, -1
 	for _, b := range Builtins() {
 		pe := newEntry(b.New(), b.Description)
@@ -565,6 +574,7 @@ type QueueStats struct {
 	Reaped                       uint64        // completion events its submitter completed (Reap)
 	KicksDeferred                uint64        // background wake-ups its submissions left owed (kick.go)
 	KicksSpared                  uint64        // and those they spared: completions or timers will come to what they left (dispatcherOwedLocked)
+	SpunEnds                     uint64        // points the low class's spinner completed (lowspin.go)
 	FenceEnds                    uint64        // points that ended at their command's fence, no event recorded (fenceend.go)
 }
 
@@ -1041,6 +1051,7 @@ func (s *Scheduler) Close() {
 		w.cond.Signal()
 		delete(s.waiters, st)
 	}
+	s.spinner.wakeLocked() // it ends once it holds no waiter
 	s.mu.Unlock()
 	s.kick()
 	<-s.bgDone

@@ -33,6 +33,10 @@ type point struct {
 	err    error
 	next   *point   // accounting order (timed points)
 	fence  fenceEnd // end, when it ended at its command's fence (fenceend.go)
+	// watch: a fence behind end, for the low class's spinner (lowspin.go);
+	// watchSince: when the spinner began watching it, or last queried it.
+	watch      backend.Fence
+	watchSince time.Time
 	// unstarted: a high-class point left without a start event
 	// (highStartEvery); its charge is at most its tenant's estimate.
 	unstarted bool
@@ -140,6 +144,8 @@ type waiter struct {
 	head   int
 	closed bool
 	cond   *sync.Cond
+	busy   bool // its goroutine has a point in hand
+	spun   bool // the spinner holds its points (lowspin.go)
 	// expect is how long its recent waits for low-class compute points
 	// took, a moving average (LowPollFirst).
 	expect time.Duration
@@ -155,9 +161,14 @@ func (s *Scheduler) waiterFor(st backend.Stream) *waiter {
 	return w
 }
 
-func (w *waiter) push(p *point) {
+// pushLocked gives p to its stream's waiter: to the spinner if the waiter
+// is idle and p has a fence, else to the waiter's goroutine.
+func (s *Scheduler) pushLocked(st backend.Stream, p *point) {
+	w := s.waiterFor(st)
 	w.pts = append(w.pts, p)
-	w.cond.Signal()
+	if !s.handToSpinnerLocked(w) {
+		w.cond.Signal()
+	}
 }
 
 // waiterBudget is how many dispatch actions a completion waiter performs
@@ -169,11 +180,14 @@ func (s *Scheduler) wait(w *waiter) {
 	var dones []*Command
 	s.mu.Lock()
 	for {
-		for w.head == len(w.pts) && !w.closed {
+		for w.spun || (w.head == len(w.pts) && !w.closed) {
 			w.cond.Wait()
 		}
 		if w.head == len(w.pts) {
 			break
+		}
+		if s.handToSpinnerLocked(w) {
+			continue
 		}
 		p := w.pts[w.head]
 		w.pts[w.head] = nil
@@ -188,6 +202,7 @@ func (s *Scheduler) wait(w *waiter) {
 		if paced {
 			first = LowPollFirst(p.cost, w.expect, s.opts.LowClassPoll)
 		}
+		w.busy = true
 		s.mu.Unlock()
 		began := time.Now()
 		var err error
@@ -202,6 +217,7 @@ func (s *Scheduler) wait(w *waiter) {
 			w.expect += (synced.Sub(began) - w.expect) / 4
 		}
 		p.synced = synced
+		w.busy = false
 		dones = s.completeLocked(p, err, dones[:0])
 		s.afterCompletionsLocked(dones)
 	}

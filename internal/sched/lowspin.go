@@ -1,0 +1,203 @@
+package sched
+
+import (
+	"sync"
+	"time"
+
+	"github.com/gpuos/gpuos/internal/backend"
+)
+
+// The low class's spinner (Options.LowClassSpin). Each stream's waiter
+// completes its points on a goroutine of its own, and a low-class waiter
+// naps between its looks: under a best-effort load beside a service, the
+// naps' ends and the waiters woken from idle when a tenant's turn comes back
+// were most of the daemon's goroutine wake-ups (~770 of ~1,150 a second on
+// the H100, bench/RESULTS.md, session 34), each a thread started on an idle
+// CPU, which on a virtual machine the hypervisor schedules. The native
+// baseline wakes no one: its best-effort processes spin in the driver.
+//
+// With the option on, while a tenant of class high has a session, each
+// tracked low-class point gets a fence enqueued behind its end event
+// (backend.Fencer) and is completed by one goroutine for all streams, which
+// reads the fences' words in host memory without pause: no timer, no driver
+// call (a spinning query of the events took the driver's locks beside the
+// service's launches, run 37), one CPU busy while such points are in
+// flight. A stream keeps its order: its points go to the spinner only while
+// its waiter's goroutine has none in hand, and back to that goroutine at the
+// first one without a fence.
+
+// lowSpinCheck is how long the spinner watches a point's fence before it
+// also queries the point's end and its stream: a fence behind failed work is
+// never reached, and the driver says why.
+const lowSpinCheck = 2 * time.Millisecond
+
+// lowSpinner is the goroutine that completes fenced low-class points, and
+// the waiters whose points it holds.
+type lowSpinner struct {
+	cond    *sync.Cond // on the scheduler's lock
+	ws      []*waiter
+	parked  bool // waiting for a waiter (cond)
+	running bool
+	seen    []spinLook // a pass's looks, reused
+}
+
+// spinLook is one head point the spinner looked at without the lock.
+type spinLook struct {
+	w       *waiter
+	p       *point
+	reached bool
+	checked bool // its end and stream were queried
+	done    bool
+	err     error
+}
+
+// spinWatchLocked reports whether a tracked point of tenant t issued on
+// engine e now gets a fence for the spinner: the option is on, t is of the
+// low class, and a tenant of class high has a queue (a service whose
+// latency the daemon's wake-ups would cost).
+func (s *Scheduler) spinWatchLocked(t *tenant) bool {
+	if !s.opts.LowClassSpin || t.class() != ClassLow {
+		return false
+	}
+	for _, u := range s.tenants {
+		if len(u.queues) > 0 && u.class() == ClassHigh {
+			return true
+		}
+	}
+	return false
+}
+
+// handToSpinnerLocked gives w's points to the spinner if its head has a
+// fence and w's goroutine has none in hand; it reports whether it did.
+func (s *Scheduler) handToSpinnerLocked(w *waiter) bool {
+	if w.spun {
+		s.spinner.wakeLocked()
+		return true
+	}
+	if w.busy || w.head == len(w.pts) || w.pts[w.head].watch == nil {
+		return false
+	}
+	w.spun = true
+	sp := &s.spinner
+	sp.ws = append(sp.ws, w)
+	if !sp.running {
+		sp.running = true
+		go s.spin()
+	}
+	sp.wakeLocked()
+	return true
+}
+
+func (sp *lowSpinner) wakeLocked() {
+	if sp.parked {
+		sp.parked = false
+		sp.cond.Signal()
+	}
+}
+
+// spin is the spinner's goroutine: it looks at each of its waiters' head
+// points, completes those reached, and gives a waiter back to its goroutine
+// once it is empty or its head has no fence. It parks while it has none.
+func (s *Scheduler) spin() {
+	sp := &s.spinner
+	var dones []*Command
+	s.mu.Lock()
+	for {
+		for len(sp.ws) == 0 {
+			if s.closed {
+				sp.running = false
+				s.mu.Unlock()
+				return
+			}
+			sp.parked = true
+			sp.cond.Wait()
+		}
+		now := time.Now()
+		sp.seen = sp.seen[:0]
+		for _, w := range sp.ws {
+			p := w.pts[w.head]
+			if p.watchSince.IsZero() {
+				p.watchSince = now
+			}
+			sp.seen = append(sp.seen, spinLook{w: w, p: p, checked: now.Sub(p.watchSince) >= lowSpinCheck})
+		}
+		s.mu.Unlock()
+		any := false
+		for i := range sp.seen {
+			l := &sp.seen[i]
+			l.reached = l.p.watch.Reached()
+			if !l.reached && l.checked {
+				// Failed work's fence is never reached: the end event or the
+				// stream reports the failure (or that the work is done).
+				l.done, l.err = l.p.end.Query()
+				if !l.done && l.err == nil {
+					l.done, l.err = l.p.sq.st.Query()
+				}
+			}
+			any = any || l.reached || l.done || l.err != nil
+		}
+		if !any {
+			s.opts.Yield()
+		}
+		synced := time.Now()
+		s.mu.Lock()
+		for i := range sp.seen {
+			l := &sp.seen[i]
+			if !l.reached && !l.done && l.err == nil {
+				if l.checked {
+					l.p.watchSince = synced // the next check, a period on
+				}
+				continue
+			}
+			w, p := l.w, l.p
+			w.pts[w.head] = nil
+			w.head++
+			if w.head == len(w.pts) {
+				w.pts, w.head = w.pts[:0], 0
+			}
+			p.synced = synced
+			p.sq.q.st.SpunEnds++
+			dones = s.completeLocked(p, l.err, dones)
+		}
+		clear(sp.seen) // no point kept past its completion
+		s.releaseSpunLocked()
+		if len(dones) > 0 {
+			s.afterCompletionsLocked(dones)
+			dones = dones[:0]
+		}
+	}
+}
+
+// releaseSpunLocked gives the waiters that are empty, or whose head has no
+// fence, back to their goroutines.
+func (s *Scheduler) releaseSpunLocked() {
+	sp := &s.spinner
+	kept := sp.ws[:0]
+	for _, w := range sp.ws {
+		if w.head < len(w.pts) && w.pts[w.head].watch != nil {
+			kept = append(kept, w)
+			continue
+		}
+		w.spun = false
+		if w.head < len(w.pts) || w.closed {
+			w.cond.Signal()
+		}
+	}
+	clear(sp.ws[len(kept):])
+	sp.ws = kept
+}
+
+// watchFence enqueues the fence a spun point ends at, behind its end event;
+// unlocked. Without one (the stream has no fences, or enqueueing failed) the
+// point's waiter polls its end event as usual.
+func watchFence(st backend.Stream) backend.Fence {
+	fs, ok := st.(backend.Fencer)
+	if !ok {
+		return nil
+	}
+	f, err := fs.Fence()
+	if err != nil {
+		return nil
+	}
+	return f
+}
