@@ -13,7 +13,7 @@ import (
 // naps between its looks: under a best-effort load beside a service, the
 // naps' ends and the waiters woken from idle when a tenant's turn comes back
 // were most of the daemon's goroutine wake-ups (~770 of ~1,150 a second on
-// the H100, bench/RESULTS.md, session 34), each a thread started on an idle
+// the H100, bench/RESULTS.md, session 35), each a thread started on an idle
 // CPU, which on a virtual machine the hypervisor schedules. The native
 // baseline wakes no one: its best-effort processes spin in the driver.
 //
@@ -43,7 +43,7 @@ type lowSpinner struct {
 	seen    []spinLook  // the head points it watches, reused
 }
 
-// spinLook is one head point the spinner looked at without the lock.
+// spinLook is one head point the spinner watches without the lock.
 type spinLook struct {
 	w       *waiter
 	p       *point
@@ -53,8 +53,8 @@ type spinLook struct {
 	err     error
 }
 
-// spinWatchLocked reports whether a tracked point of tenant t issued on
-// engine e now gets a fence for the spinner: the option is on, t is of the
+// spinWatchLocked reports whether a tracked point of tenant t issued now
+// gets a fence for the spinner: the option is on, t is of the
 // low class, and a tenant of class high has a queue (a service whose
 // latency the daemon's wake-ups would cost).
 func (s *Scheduler) spinWatchLocked(t *tenant) bool {
