@@ -101,3 +101,10 @@ func (s *Scheduler) Lock() (unlock func()) {
 	s.mu.Lock()
 	return s.mu.Unlock
 }
+
+// SpinnerRunning reports whether the low class's spinner goroutine runs.
+func (s *Scheduler) SpinnerRunning() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.spinner.running
+}

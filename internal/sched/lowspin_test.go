@@ -98,6 +98,15 @@ func TestLowClassSpin(t *testing.T) {
 			if err := s.CheckIdle(); err != nil {
 				t.Error(err)
 			}
+			if have := s.SpinnerRunning(); have != tc.wantSpun {
+				t.Errorf("spinner running: %v, want %v", have, tc.wantSpun)
+			}
+			s.Close() // the spinner parked with no waiter ends
+			for deadline := time.Now().Add(10 * time.Second); s.SpinnerRunning(); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the spinner still runs after Close")
+				}
+			}
 		})
 	}
 }
