@@ -132,7 +132,7 @@ func (s *Scheduler) spin() {
 		sp.changed.Store(false)
 		s.mu.Unlock()
 		for i := 0; ; i++ {
-			any := false
+			ready := false
 			for j := range sp.seen {
 				l := &sp.seen[j]
 				l.reached = l.p.watch.Reached()
@@ -145,9 +145,9 @@ func (s *Scheduler) spin() {
 					}
 					l.since = time.Now()
 				}
-				any = any || l.reached || l.done || l.err != nil
+				ready = ready || l.reached || l.done || l.err != nil
 			}
-			if any || sp.changed.Load() {
+			if ready || sp.changed.Load() {
 				break
 			}
 			s.opts.Yield()
