@@ -72,8 +72,8 @@ type Driver struct {
 	// reserved is the partition other classes' streams run in, keeping
 	// SMs free for the high class (Options.ReserveSMs); nil: none.
 	reserved backend.Partition
-	polling  polling  // how its pollers wait between looks (fence.go)
-	pollers  pollerPs // the Ps its high-class sessions' pollers may hold (pollers.go)
+	polling  polling   // how its pollers wait between looks (fence.go)
+	pollers  *pollerPs // the Ps its high-class sessions' pollers (and the scheduler's spinner) may hold (pollers.go)
 	staging  *stagingPool
 	log      *slog.Logger
 	limits   config.SessionLimits
@@ -133,7 +133,8 @@ func New(opts Options) (*Driver, error) {
 		dev.Close()
 		return nil, fmt.Errorf("start memory manager: %w", err)
 	}
-	sch, err := newScheduler(dev, opts)
+	pollers := &pollerPs{}
+	sch, err := newScheduler(dev, opts, pollers)
 	if err != nil {
 		mm.Close()
 		dev.Close()
@@ -156,9 +157,13 @@ func New(opts Options) (*Driver, error) {
 		lost:     make(chan struct{}),
 		memHooks: hooks,
 		pol:      pol,
+		pollers:  pollers,
 	}
 	if !d.polling.onHost {
 		d.polling.yield = d.pollers.yield
+	}
+	if opts.Sched.LowClassSpin {
+		d.pollers.add(1) // the scheduler's spinner: counted from the start, it spins whenever a service meets best-effort work
 	}
 	hooks.d.Store(d)
 	pol.attach(d)

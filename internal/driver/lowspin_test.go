@@ -35,5 +35,13 @@ func TestLowClassSpin(t *testing.T) {
 		if spun := be.s.queue.Stats().SpunEnds; (spun > 0) != spin {
 			t.Errorf("LowClassSpin %v: %d of the best effort's points spun", spin, spun)
 		}
+		hp.rpc.Close()
+		<-hp.s.Done()
+		td.d.pollers.mu.Lock()
+		held := td.d.pollers.held
+		td.d.pollers.mu.Unlock()
+		if want := map[bool]int{true: 1, false: 0}[spin]; held != want {
+			t.Errorf("LowClassSpin %v: %d Ps counted held after the service's end, want %d (the spinner's)", spin, held, want)
+		}
 	}
 }

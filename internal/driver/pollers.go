@@ -21,8 +21,9 @@ import (
 // (bench/RESULTS.md, session 33).
 const freePs = 2
 
-// pollerPs counts the Ps that the daemon's high-class pollers may hold and
-// says when they are too many: the pollers then hand their P to the other
+// pollerPs counts the Ps that the daemon's high-class pollers may hold (and
+// the scheduler's spinner, sched.Options.LowClassSpin) and says when they
+// are too many: the pollers then hand their P to the other
 // goroutines at each yield (runtime.Gosched), as they do on a device whose
 // work runs on the host's CPUs. That costs the service some of its tail
 // (bench/RESULTS.md, session 9), so it is done only then. With it, at

@@ -16,8 +16,10 @@ import (
 )
 
 // newScheduler starts the driver's scheduler: per-tenant in-flight windows
-// from the session limits, ejections written to the audit log.
-func newScheduler(dev backend.Device, opts Options) (*sched.Scheduler, error) {
+// from the session limits, ejections written to the audit log. With the
+// low class's spinner on a GPU, the scheduler's poll loops yield as the
+// high-class pollers do (ps): the spinner holds a P while it spins.
+func newScheduler(dev backend.Device, opts Options, ps *pollerPs) (*sched.Scheduler, error) {
 	lim := withDefaults(opts.Limits)
 	so := opts.Sched
 	so.Device = dev
@@ -30,7 +32,11 @@ func newScheduler(dev backend.Device, opts Options) (*sched.Scheduler, error) {
 		so.Spin = ring.DefaultSpin()
 	}
 	if so.Yield == nil && os.Getenv(GoschedEnv) != "1" {
-		so.Yield = pollingFor(dev).yield
+		pl := pollingFor(dev)
+		so.Yield = pl.yield
+		if so.LowClassSpin && !pl.onHost {
+			so.Yield = ps.yield
+		}
 	}
 	al := opts.Audit
 	next := so.OnEject // the policy engine's (policy.go)
