@@ -1019,10 +1019,11 @@ func (s *Session) recordFence(ctx context.Context, m *v1.RecordFence) (v1.Messag
 	if err != nil {
 		return nil, fmt.Errorf("record fence: %w", err)
 	}
-	f := &fenceObj{ev: ev, issued: make(chan struct{})}
+	f := &fenceObj{ev: ev, issued: make(chan struct{}), spin: s.spinsLowFences(so.st)}
 	h, err := s.insert(cap.KindFence, f, s.selfRef(), 0, func() {
 		<-f.issued
 		ev.Synchronize()
+		f.releaseWatches()
 		ev.Destroy()
 	})
 	if err != nil {
@@ -1031,6 +1032,11 @@ func (s *Session) recordFence(ctx context.Context, m *v1.RecordFence) (v1.Messag
 	f.rec = &sched.Command{Kind: sched.Marker, Stream: so.st,
 		Issue: func() error {
 			err := so.st.Record(ev)
+			if err == nil && f.spin {
+				if w, ferr := so.st.(backend.Fencer).Fence(); ferr == nil {
+					f.word = w // else the spinner finds the event done (Check)
+				}
+			}
 			f.markIssued(err)
 			return err
 		},
@@ -1099,6 +1105,17 @@ func (s *Session) waitFence(ctx context.Context, m *v1.WaitFence) error {
 			return ctx.Err()
 		}
 		return v1.Errorf(v1.CodeTimeout, "fence not reached within %v", time.Duration(m.TimeoutNs))
+	}
+	// The scheduler's spinner, where it watches the low class's fences:
+	// one wake-up, when the fence is reached.
+	if ok, err := s.spinFenceWait(ctx, f); ok {
+		if err != nil {
+			if ctx.Err() != nil {
+				return timedOut()
+			}
+			return err
+		}
+		return s.takeDeferred()
 	}
 	// On the serving goroutine: a goroutine per wait made two hand-offs of
 	// it, each a wake-up (bench/RESULTS.md, session 34).

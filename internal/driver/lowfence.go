@@ -55,3 +55,64 @@ func (s *Session) pollLowFence(ctx context.Context, ev backend.Event) error {
 	s.fenceExpect.Store(int64(expect + (time.Since(began)-expect)/4))
 	return err
 }
+
+// spinsLowFences reports whether the session's fences get a fence word
+// behind their event for the scheduler's spinner to watch
+// (sched.Options.LowClassSpin): its fence waits poll, and the stream has
+// fences.
+func (s *Session) spinsLowFences(st backend.Stream) bool {
+	if !s.d.opts.Sched.LowClassSpin || !s.pollsLowFences() {
+		return false
+	}
+	_, ok := st.(backend.Fencer)
+	return ok
+}
+
+// fenceSpinWatch is a low-class fence wait watched by the scheduler's
+// spinner (sched.Scheduler.Watch): the fence's word once its record was
+// issued, and its event every few milliseconds (failed work's word is never
+// written).
+type fenceSpinWatch struct{ f *fenceObj }
+
+func (w fenceSpinWatch) Reached() (bool, error) {
+	select {
+	case <-w.f.issued:
+	default:
+		return false, nil
+	}
+	if err := w.f.issueErr(); err != nil {
+		return true, err
+	}
+	return w.f.word != nil && w.f.word.Reached(), nil
+}
+
+func (w fenceSpinWatch) Check() (bool, error) {
+	select {
+	case <-w.f.issued:
+	default:
+		return false, nil
+	}
+	if err := w.f.issueErr(); err != nil {
+		return true, err
+	}
+	return w.f.ev.Query()
+}
+
+// spinFenceWait waits for f on the scheduler's spinner, if it watches the
+// low class's fences now; ok is false if not.
+func (s *Session) spinFenceWait(ctx context.Context, f *fenceObj) (ok bool, err error) {
+	if !f.spin {
+		return false, nil
+	}
+	done, ok := s.d.sched.Watch(fenceSpinWatch{f})
+	if !ok {
+		return false, nil
+	}
+	f.watched(done) // its release waits until the spinner is done with it
+	select {
+	case err := <-done:
+		return true, err
+	case <-ctx.Done():
+		return true, ctx.Err()
+	}
+}

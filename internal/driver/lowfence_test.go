@@ -97,3 +97,49 @@ func TestLowFenceWaitTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestLowFenceWaitSpun: with sched.Options.LowClassSpin and a service's
+// session open, a low-class session's fence waits are watched by the
+// scheduler's spinner: a wait with a timeout on a fence behind a 300-ms
+// kernel ends with CodeTimeout, a wait without one reaches it, and releasing
+// the fence, whose timed-out watch may still be on, waits for the spinner
+// to let go of it. Without the option the waits are not watched.
+func TestLowFenceWaitSpun(t *testing.T) {
+	defer func(d time.Duration) { wallKernelTime = d }(wallKernelTime)
+	wallKernelTime = 300 * time.Millisecond
+	for _, spin := range []bool{true, false} {
+		be := newWallBackend()
+		be.fences = true
+		td := newDriverOn(t, be, Options{Sched: sched.Options{Policy: "priority", LowClassSpin: spin}})
+		for name, class := range map[string]sched.Class{"hp": sched.ClassHigh, "be": sched.ClassLow} {
+			if err := td.d.sched.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		td.session("hp", 0) // the service: the spinner serves the low class
+		ts := td.session("be", 0)
+		k := ts.emptyKernel()
+		ts.must(&v1.Launch{Kernel: k.Handle, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}}, nil)
+		var fc v1.FenceCreated
+		ts.must(&v1.RecordFence{}, &fc)
+		err := ts.call(&v1.WaitFence{Fence: fc.Handle, TimeoutNs: uint64(5 * time.Millisecond)}, nil)
+		if v1.CodeOf(err) != v1.CodeTimeout {
+			t.Fatalf("spin %v: wait with a 5-ms timeout on a fence behind a 300-ms kernel: %v, want a CodeTimeout error", spin, err)
+		}
+		ts.must(&v1.WaitFence{Fence: fc.Handle}, nil)
+		if err := ts.call(&v1.PollFence{Fence: fc.Handle}, nil); err != nil {
+			t.Fatalf("spin %v: the fence waited for is not reached: %v", spin, err)
+		}
+		f, err := ts.s.fence(fc.Handle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.watchesMu.Lock()
+		watched := len(f.watches)
+		f.watchesMu.Unlock()
+		if want := map[bool]int{true: 2, false: 0}[spin]; watched != want {
+			t.Errorf("spin %v: the fence's waits were watched by the spinner %d times, want %d", spin, watched, want)
+		}
+		ts.must(&v1.Release{Handle: fc.Handle}, nil)
+	}
+}

@@ -56,6 +56,34 @@ type fenceObj struct {
 	once   sync.Once
 
 	rec *sched.Command // the record: a wait for the fence is issued after it
+
+	// spin: the record enqueues word, a fence behind the event, for the
+	// scheduler's spinner (spinsLowFences); word is written before issued
+	// is closed. watches: the spinner's channels of the waits of f it took
+	// (a wait that timed out leaves its watch on until the fence is reached).
+	spin      bool
+	word      backend.Fence
+	watchesMu sync.Mutex
+	watches   []<-chan error
+}
+
+// watched notes a watch of f by the scheduler's spinner.
+func (f *fenceObj) watched(done <-chan error) {
+	f.watchesMu.Lock()
+	f.watches = append(f.watches, done)
+	f.watchesMu.Unlock()
+}
+
+// releaseWatches waits until the scheduler's spinner no longer looks at f,
+// so that its event can be destroyed.
+func (f *fenceObj) releaseWatches() {
+	f.watchesMu.Lock()
+	defer f.watchesMu.Unlock()
+	for _, done := range f.watches {
+		for range done {
+		}
+	}
+	f.watches = nil
 }
 
 func (f *fenceObj) markIssued(err error) {

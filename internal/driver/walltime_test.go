@@ -38,7 +38,8 @@ var (
 
 type wallBackend struct {
 	backend.Backend
-	st *wallStats
+	st     *wallStats
+	fences bool // its streams have fences (wallFencingStream)
 }
 
 // wallStats counts what the driver asked of a wall-clock device.
@@ -48,9 +49,10 @@ type wallStats struct {
 
 type wallDevice struct {
 	backend.Device
-	st  *wallStats
-	mu  sync.Mutex
-	end time.Time // the latest end of any stream's work
+	st     *wallStats
+	fences bool
+	mu     sync.Mutex
+	end    time.Time // the latest end of any stream's work
 }
 
 type wallStream struct {
@@ -75,7 +77,7 @@ func (b wallBackend) Open(ordinal int) (backend.Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &wallDevice{Device: dev, st: b.st}, nil
+	return &wallDevice{Device: dev, st: b.st, fences: b.fences}, nil
 }
 
 // AllocMappedHost passes the sim's mapped host memory on (the guard's fault
@@ -89,8 +91,26 @@ func (d *wallDevice) NewStream(priority int) (backend.Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &wallStream{Stream: st, d: d}, nil
+	ws := &wallStream{Stream: st, d: d}
+	if d.fences {
+		return &wallFencingStream{ws}, nil
+	}
+	return ws, nil
 }
+
+// wallFencingStream is a wallStream with fences (backend.Fencer): each is
+// reached once the stream's work enqueued before it has ended.
+type wallFencingStream struct{ *wallStream }
+
+func (st *wallFencingStream) Fence() (backend.Fence, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return wallFence(st.end), nil
+}
+
+type wallFence time.Time
+
+func (f wallFence) Reached() bool { return !time.Now().Before(time.Time(f)) }
 
 func (d *wallDevice) NewEvent(flags backend.EventFlags) (backend.Event, error) {
 	return &wallEvent{d: d}, nil

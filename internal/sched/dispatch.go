@@ -555,6 +555,7 @@ func (s *Scheduler) flushLocked(sq *streamQ) {
 	sq.tail = nil
 	end := s.takeEvent(p.timed)
 	timed, st := p.timed, sq.st
+	spun := s.spinWatchLocked(p.t)
 	s.mu.Unlock()
 	var err error
 	if end == nil {
@@ -563,8 +564,12 @@ func (s *Scheduler) flushLocked(sq *streamQ) {
 	if err == nil {
 		err = recordMarker(st, end)
 	}
+	var watch backend.Fence
+	if spun && err == nil {
+		watch = watchFence(st)
+	}
 	s.mu.Lock()
-	p.end = end
+	p.end, p.watch = end, watch
 	if err != nil {
 		s.completeAndReport(p, fmt.Errorf("track completion: %w", err))
 		return

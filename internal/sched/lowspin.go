@@ -25,7 +25,9 @@ import (
 // service's launches, run 37), one CPU busy while such points are in
 // flight. A stream keeps its order: its points go to the spinner only while
 // its waiter's goroutine has none in hand, and back to that goroutine at the
-// first one without a fence.
+// first one without a fence. A low-class session's fence waits can be
+// watched by it too (Watch): the serving goroutine is then woken once, when
+// the fence is reached, instead of at its issue and at the end of each nap.
 
 // lowSpinCheck is how long the spinner watches a point's fence before it
 // also queries the point's end and its stream: a fence behind failed work is
@@ -39,8 +41,32 @@ type lowSpinner struct {
 	ws      []*waiter
 	parked  bool // waiting for a waiter (cond)
 	running bool
-	changed atomic.Bool // a waiter was handed to it since it last took the lock
+	changed atomic.Bool // a waiter or a watch was handed to it since it last took the lock
 	seen    []spinLook  // the head points it watches, reused
+	watches []*spinWatch
+	wseen   []*spinWatch // the watches it spins on, reused
+}
+
+// SpinWatch is a completion the spinner watches for a caller
+// (Scheduler.Watch): a low-class session's fence wait.
+type SpinWatch interface {
+	// Reached reports, with no driver call, whether it completed, or failed
+	// (err).
+	Reached() (bool, error)
+	// Check reports the same, with driver calls if need be: the spinner
+	// calls it every lowSpinCheck while Reached says no (failed work's
+	// fence is never reached).
+	Check() (bool, error)
+}
+
+// spinWatch is a watch the spinner holds; after Watch, only the spinner
+// touches it but for done.
+type spinWatch struct {
+	w     SpinWatch
+	done  chan error // its result, then closed
+	since time.Time  // its last check, or when it began
+	fin   bool
+	err   error
 }
 
 // spinLook is one head point the spinner watches without the lock.
@@ -58,7 +84,13 @@ type spinLook struct {
 // low class, and a tenant of class high has a queue (a service whose
 // latency the daemon's wake-ups would cost).
 func (s *Scheduler) spinWatchLocked(t *tenant) bool {
-	if !s.opts.LowClassSpin || t.class() != ClassLow {
+	return t.class() == ClassLow && s.spinsLocked()
+}
+
+// spinsLocked reports whether the spinner serves the low class now: the
+// option is on and a tenant of class high has a queue.
+func (s *Scheduler) spinsLocked() bool {
+	if !s.opts.LowClassSpin {
 		return false
 	}
 	for _, u := range s.tenants {
@@ -80,15 +112,38 @@ func (s *Scheduler) handToSpinnerLocked(w *waiter) bool {
 		return false
 	}
 	w.spun = true
+	s.spinner.ws = append(s.spinner.ws, w)
+	s.startSpinnerLocked()
+	return true
+}
+
+// startSpinnerLocked tells the spinner it has something new, starting it if
+// it is not running.
+func (s *Scheduler) startSpinnerLocked() {
 	sp := &s.spinner
-	sp.ws = append(sp.ws, w)
 	sp.changed.Store(true)
 	if !sp.running {
 		sp.running = true
 		go s.spin()
 	}
 	sp.wakeLocked()
-	return true
+}
+
+// Watch has the low class's spinner watch w, if it serves the low class now
+// (Options.LowClassSpin, and a tenant of class high has a session): the
+// channel then receives w's error (nil once reached) and is closed, after
+// which the spinner no longer calls w. Else ok is false, and the caller
+// waits its own way.
+func (s *Scheduler) Watch(w SpinWatch) (done <-chan error, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || !s.spinsLocked() {
+		return nil, false
+	}
+	sw := &spinWatch{w: w, done: make(chan error, 1), since: time.Now()}
+	s.spinner.watches = append(s.spinner.watches, sw)
+	s.startSpinnerLocked()
+	return sw.done, true
 }
 
 func (sp *lowSpinner) wakeLocked() {
@@ -111,7 +166,7 @@ func (s *Scheduler) spin() {
 	var dones []*Command
 	s.mu.Lock()
 	for {
-		for len(sp.ws) == 0 {
+		for len(sp.ws) == 0 && len(sp.watches) == 0 {
 			if s.closed {
 				sp.running = false
 				s.mu.Unlock()
@@ -129,6 +184,7 @@ func (s *Scheduler) spin() {
 			}
 			sp.seen = append(sp.seen, spinLook{w: w, p: p, since: p.watchSince})
 		}
+		sp.wseen = append(sp.wseen[:0], sp.watches...)
 		sp.changed.Store(false)
 		s.mu.Unlock()
 		for i := 0; ; i++ {
@@ -146,6 +202,15 @@ func (s *Scheduler) spin() {
 					l.since = time.Now()
 				}
 				ready = ready || l.reached || l.done || l.err != nil
+			}
+			for _, sw := range sp.wseen {
+				done, err := sw.w.Reached()
+				if !done && err == nil && i%64 == 63 && time.Since(sw.since) >= lowSpinCheck {
+					done, err = sw.w.Check()
+					sw.since = time.Now()
+				}
+				sw.fin, sw.err = done || err != nil, err
+				ready = ready || sw.fin
 			}
 			if ready || sp.changed.Load() {
 				break
@@ -172,6 +237,20 @@ func (s *Scheduler) spin() {
 		}
 		clear(sp.seen) // no point kept past its completion
 		s.releaseSpunLocked()
+		if len(sp.wseen) > 0 {
+			kept := sp.watches[:0]
+			for _, sw := range sp.watches {
+				if !sw.fin {
+					kept = append(kept, sw)
+					continue
+				}
+				sw.done <- sw.err
+				close(sw.done)
+			}
+			clear(sp.watches[len(kept):])
+			sp.watches = kept
+			clear(sp.wseen)
+		}
 		if len(dones) > 0 {
 			s.afterCompletionsLocked(dones)
 			dones = dones[:0]

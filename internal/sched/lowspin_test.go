@@ -44,12 +44,14 @@ func TestLowClassSpin(t *testing.T) {
 		spin     bool
 		service  bool // a high-class queue is open
 		fencing  bool // the best effort's stream has fences
+		batched  bool // its commands are small, tracked in batches (flushLocked)
 		wantSpun bool
 	}{
-		{"spun", true, true, true, true},
-		{"option off", false, true, true, false},
-		{"no service", true, false, true, false},
-		{"stream without fences", true, true, false, false},
+		{"spun", true, true, true, false, true},
+		{"spun, batches", true, true, true, true, true},
+		{"option off", false, true, true, false, false},
+		{"no service", true, false, true, false, false},
+		{"stream without fences", true, true, false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newServiceSched(t, sched.Options{Device: &fakeDevice{}, LowClassSpin: tc.spin}, "priority")
@@ -63,12 +65,19 @@ func TestLowClassSpin(t *testing.T) {
 			if !tc.fencing {
 				st = fs.fakeStream
 			}
-			const n = 16
+			n := 16 // TrackEvery: a batch of small commands is tracked at its 16th
+			if tc.batched {
+				n = 5 // flushed after FlushDelay (flushLocked)
+			}
 			var done atomic.Int32
 			var mu sync.Mutex
 			var order []int
+			flags := sched.Sync
+			if tc.batched {
+				flags = sched.Small
+			}
 			for i := range n {
-				c := &sched.Command{Kind: sched.Compute, Stream: st, Issue: fs.op, Flags: sched.Sync, Done: func(err error) {
+				c := &sched.Command{Kind: sched.Compute, Stream: st, Issue: fs.op, Flags: flags, Done: func(err error) {
 					if err != nil {
 						t.Error(err)
 					}
@@ -81,13 +90,16 @@ func TestLowClassSpin(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			waitDone(t, s, &done, n, fs.fakeStream)
+			waitDone(t, s, &done, int32(n), fs.fakeStream)
 			if !slices.IsSorted(order) {
 				t.Errorf("completed in the order %v, want issue order", order)
 			}
 			spun, fences := be.Stats().SpunEnds, fs.fences.Load()
 			if have := spun > 0; have != tc.wantSpun {
 				t.Errorf("%d points spun, want any: %v", spun, tc.wantSpun)
+			}
+			if tc.batched && spun >= uint64(n) {
+				t.Errorf("%d points spun for %d small commands: want batches", spun, n)
 			}
 			if spun != uint64(fences) && tc.fencing {
 				t.Errorf("%d points spun, %d fences enqueued: want one each", spun, fences)
