@@ -481,26 +481,40 @@ func TestLaunchFenceWithPrefence(t *testing.T) {
 // are answered, and pays them then: nothing stays owed, and the other
 // tenant's work all completes. By default its launches owe none here (the
 // service's own launch is in flight, and its completion will look at what
-// is queued) and spare them; under
+// is queued) and spare them, but for a round where another goroutine left
+// its dispatching to the service's (the scheduler's missed dispatch, as
+// the best effort's submissions and the background goroutine race the
+// service's; 4 runs of the package in 80 on two CPUs met one); under
 // sched.Options.NoSpareKicks they owe them and defer them; with
 // $GPUOS_SCHED_DEFER_KICK=0 as well, they wake the goroutine at once.
 func TestHighClassDefersKicks(t *testing.T) {
 	for _, tc := range []struct {
-		name                     string
-		noSpare, wakeAtOnce      bool
-		wantDeferred, wantSpared bool
+		name                string
+		noSpare, wakeAtOnce bool
+		// mostly: the wake-ups that most rounds leave (none: no round
+		// defers or spares one).
+		mostly string
 	}{
-		{"spared", false, false, false, true},
-		{"deferred", true, false, true, false},
-		{"at once", true, true, false, false},
+		{"spared", false, false, "spared"},
+		{"deferred", true, false, "deferred"},
+		{"at once", true, true, "none"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.wakeAtOnce {
 				t.Setenv(DeferKickEnv, "0")
 			}
 			st := servedBesideHeldWork(t, sched.Options{Policy: "priority", NoSpareKicks: tc.noSpare})
-			if (st.KicksDeferred > 0) != tc.wantDeferred || (st.KicksSpared > 0) != tc.wantSpared {
-				t.Errorf("%d wake-ups deferred, %d spared; want deferred %v, spared %v", st.KicksDeferred, st.KicksSpared, tc.wantDeferred, tc.wantSpared)
+			var ok bool
+			switch d, sp := st.KicksDeferred, st.KicksSpared; tc.mostly {
+			case "spared":
+				ok = sp > d
+			case "deferred":
+				ok = d > 0 && sp == 0 // NoSpareKicks spares none
+			default:
+				ok = d == 0 && sp == 0
+			}
+			if !ok {
+				t.Errorf("%d wake-ups deferred, %d spared; want %s", st.KicksDeferred, st.KicksSpared, tc.mostly)
 			}
 		})
 	}
