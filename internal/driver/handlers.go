@@ -1023,7 +1023,7 @@ func (s *Session) recordFence(ctx context.Context, m *v1.RecordFence) (v1.Messag
 	h, err := s.insert(cap.KindFence, f, s.selfRef(), 0, func() {
 		<-f.issued
 		ev.Synchronize()
-		f.releaseWatches()
+		f.releaseWatch()
 		ev.Destroy()
 	})
 	if err != nil {

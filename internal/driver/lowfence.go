@@ -68,13 +68,17 @@ func (s *Session) spinsLowFences(st backend.Stream) bool {
 	return ok
 }
 
-// fenceSpinWatch is a low-class fence wait watched by the scheduler's
+// fenceSpinWatch is a watch of a low-class fence by the scheduler's
 // spinner (sched.Scheduler.Watch): the fence's word once its record was
 // issued, and its event every few milliseconds (failed work's word is never
-// written).
-type fenceSpinWatch struct{ f *fenceObj }
+// written). A fence has at most one (fenceObj.spinWatch).
+type fenceSpinWatch struct {
+	f    *fenceObj
+	done chan struct{} // closed by Done
+	err  error         // written before done is closed
+}
 
-func (w fenceSpinWatch) Reached() (bool, error) {
+func (w *fenceSpinWatch) Reached() (bool, error) {
 	select {
 	case <-w.f.issued:
 	default:
@@ -86,7 +90,7 @@ func (w fenceSpinWatch) Reached() (bool, error) {
 	return w.f.word != nil && w.f.word.Reached(), nil
 }
 
-func (w fenceSpinWatch) Check() (bool, error) {
+func (w *fenceSpinWatch) Check() (bool, error) {
 	select {
 	case <-w.f.issued:
 	default:
@@ -98,20 +102,24 @@ func (w fenceSpinWatch) Check() (bool, error) {
 	return w.f.ev.Query()
 }
 
+func (w *fenceSpinWatch) Done(err error) {
+	w.err = err
+	close(w.done)
+}
+
 // spinFenceWait waits for f on the scheduler's spinner, if it watches the
 // low class's fences now; ok is false if not.
 func (s *Session) spinFenceWait(ctx context.Context, f *fenceObj) (ok bool, err error) {
 	if !f.spin {
 		return false, nil
 	}
-	done, ok := s.d.sched.Watch(fenceSpinWatch{f})
+	w, ok := f.spinWatch(s.d.sched)
 	if !ok {
 		return false, nil
 	}
-	f.watched(done) // its release waits until the spinner is done with it
 	select {
-	case err := <-done:
-		return true, err
+	case <-w.done:
+		return true, w.err
 	case <-ctx.Done():
 		return true, ctx.Err()
 	}

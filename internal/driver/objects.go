@@ -59,31 +59,43 @@ type fenceObj struct {
 
 	// spin: the record enqueues word, a fence behind the event, for the
 	// scheduler's spinner (spinsLowFences); word is written before issued
-	// is closed. watches: the spinner's channels of the waits of f it took
-	// (a wait that timed out leaves its watch on until the fence is reached).
-	spin      bool
-	word      backend.Fence
-	watchesMu sync.Mutex
-	watches   []<-chan error
+	// is closed. watch: the spinner's watch of f, at most one: a fence once
+	// reached (or failed) stays so, and waits after one that timed out wait
+	// for its watch, so that a client looping on short timeouts adds none;
+	// watches: how many the spinner took, for tests.
+	spin    bool
+	word    backend.Fence
+	watchMu sync.Mutex
+	watch   *fenceSpinWatch
+	watches int
 }
 
-// watched notes a watch of f by the scheduler's spinner.
-func (f *fenceObj) watched(done <-chan error) {
-	f.watchesMu.Lock()
-	f.watches = append(f.watches, done)
-	f.watchesMu.Unlock()
-}
-
-// releaseWatches waits until the scheduler's spinner no longer looks at f,
-// so that its event can be destroyed.
-func (f *fenceObj) releaseWatches() {
-	f.watchesMu.Lock()
-	defer f.watchesMu.Unlock()
-	for _, done := range f.watches {
-		for range done {
-		}
+// spinWatch returns the spinner's watch of f: the one it took already,
+// else a new one if the spinner takes it (ok).
+func (f *fenceObj) spinWatch(sch *sched.Scheduler) (w *fenceSpinWatch, ok bool) {
+	f.watchMu.Lock()
+	defer f.watchMu.Unlock()
+	if f.watch != nil {
+		return f.watch, true
 	}
-	f.watches = nil
+	w = &fenceSpinWatch{f: f, done: make(chan struct{})}
+	if !sch.Watch(w) {
+		return nil, false
+	}
+	f.watch = w
+	f.watches++
+	return w, true
+}
+
+// releaseWatch waits until the scheduler's spinner no longer looks at f,
+// so that its event can be destroyed.
+func (f *fenceObj) releaseWatch() {
+	f.watchMu.Lock()
+	w := f.watch
+	f.watchMu.Unlock()
+	if w != nil {
+		<-w.done
+	}
 }
 
 func (f *fenceObj) markIssued(err error) {

@@ -57,14 +57,16 @@ type SpinWatch interface {
 	// calls it every lowSpinCheck while Reached says no (failed work's
 	// fence is never reached).
 	Check() (bool, error)
+	// Done is the spinner's last call: the watch completed with err (nil:
+	// reached). It runs under the scheduler's lock and must not block.
+	Done(err error)
 }
 
 // spinWatch is a watch the spinner holds; after Watch, only the spinner
-// touches it but for done.
+// touches it.
 type spinWatch struct {
 	w     SpinWatch
-	done  chan error // its result, then closed
-	since time.Time  // its last check, or when it began
+	since time.Time // its last check, or when it began
 	fin   bool
 	err   error
 }
@@ -130,20 +132,18 @@ func (s *Scheduler) startSpinnerLocked() {
 }
 
 // Watch has the low class's spinner watch w, if it serves the low class now
-// (Options.LowClassSpin, and a tenant of class high has a session): the
-// channel then receives w's error (nil once reached) and is closed, after
-// which the spinner no longer calls w. Else ok is false, and the caller
-// waits its own way.
-func (s *Scheduler) Watch(w SpinWatch) (done <-chan error, ok bool) {
+// (Options.LowClassSpin, and a tenant of class high has a session), and
+// reports whether it does: the spinner then calls w's Done once it
+// completed, and w no more. Else the caller waits its own way.
+func (s *Scheduler) Watch(w SpinWatch) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || !s.spinsLocked() {
-		return nil, false
+		return false
 	}
-	sw := &spinWatch{w: w, done: make(chan error, 1), since: time.Now()}
-	s.spinner.watches = append(s.spinner.watches, sw)
+	s.spinner.watches = append(s.spinner.watches, &spinWatch{w: w, since: time.Now()})
 	s.startSpinnerLocked()
-	return sw.done, true
+	return true
 }
 
 func (sp *lowSpinner) wakeLocked() {
@@ -244,8 +244,7 @@ func (s *Scheduler) spin() {
 					kept = append(kept, sw)
 					continue
 				}
-				sw.done <- sw.err
-				close(sw.done)
+				sw.w.Done(sw.err)
 			}
 			clear(sp.watches[len(kept):])
 			sp.watches = kept

@@ -211,3 +211,94 @@ func TestLowClassSpinKeepsStreamOrder(t *testing.T) {
 		t.Errorf("%d points spun, %d fences; want 3 and 3 (the first issued before the service)", spun, fences)
 	}
 }
+
+// testWatch is a SpinWatch: reached once set, failed (at a check) once fail
+// is set; Done's calls are counted.
+type testWatch struct {
+	reached atomic.Bool
+	fail    atomic.Pointer[error]
+	checks  atomic.Int32
+	dones   atomic.Int32
+	err     chan error
+}
+
+func newTestWatch() *testWatch { return &testWatch{err: make(chan error, 2)} }
+
+func (w *testWatch) Reached() (bool, error) { return w.reached.Load(), nil }
+func (w *testWatch) Check() (bool, error) {
+	w.checks.Add(1)
+	if p := w.fail.Load(); p != nil {
+		return false, *p
+	}
+	return w.reached.Load(), nil
+}
+func (w *testWatch) Done(err error) {
+	w.dones.Add(1)
+	w.err <- err
+}
+
+// TestSpinWatch: Scheduler.Watch takes a watch only while the spinner
+// serves the low class (the option on, a service's queue open); the
+// spinner then calls Done once, with nil when the watch is reached, or
+// with the error its Check found (failed work's fence is never reached),
+// and takes none after Close.
+func TestSpinWatch(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		spin, service bool
+	}{
+		{"option off", false, true},
+		{"no service", true, false},
+		{"spinning", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServiceSched(t, sched.Options{Device: &fakeDevice{}, LowClassSpin: tc.spin}, "priority")
+			if tc.service {
+				newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 2, Depth: 8, Class: sched.ClassHigh})
+			}
+			want := tc.spin && tc.service
+			reached, failing := newTestWatch(), newTestWatch()
+			if have := s.Watch(reached); have != want {
+				t.Fatalf("Watch took it: %v, want %v", have, want)
+			}
+			if !want {
+				return
+			}
+			if !s.Watch(failing) {
+				t.Fatal("Watch refused a second watch")
+			}
+			reached.reached.Store(true)
+			fault := errors.New("an illegal address")
+			failing.fail.Store(&fault)
+			for _, c := range []struct {
+				w    *testWatch
+				want error
+			}{{reached, nil}, {failing, fault}} {
+				select {
+				case err := <-c.w.err:
+					if !errors.Is(err, c.want) && err != c.want {
+						t.Errorf("Done(%v), want Done(%v)", err, c.want)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("Done never called\n%s", s.Dump())
+				}
+			}
+			if failing.checks.Load() == 0 {
+				t.Error("the failing watch was never checked")
+			}
+			time.Sleep(5 * time.Millisecond) // no second Done
+			if reached.dones.Load() != 1 || failing.dones.Load() != 1 {
+				t.Errorf("Done called %d and %d times, want once each", reached.dones.Load(), failing.dones.Load())
+			}
+			s.Close()
+			if s.Watch(newTestWatch()) {
+				t.Error("Watch took a watch after Close")
+			}
+			for deadline := time.Now().Add(10 * time.Second); s.SpinnerRunning(); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the spinner still runs after Close")
+				}
+			}
+		})
+	}
+}
