@@ -302,3 +302,43 @@ func TestSpinWatch(t *testing.T) {
 		})
 	}
 }
+
+// TestLowClassSpinTakesBatchedDispatch: while the spinner spins, a
+// best-effort queue's batched submissions leave their dispatching to it
+// instead of waking the background goroutine (whose tick is an hour here,
+// so only the spinner can issue them), and they are issued before the work
+// in flight completes.
+func TestLowClassSpinTakesBatchedDispatch(t *testing.T) {
+	s := newServiceSched(t, sched.Options{Device: &fakeDevice{}, LowClassSpin: true, TickInterval: time.Hour}, "priority")
+	be := newQueue(t, s, sched.QueueParams{Tenant: "be", Session: 1, Depth: 64})
+	newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 2, Depth: 8, Class: sched.ClassHigh})
+	ctx := tctx(t)
+	fs := &fencingStream{fakeStream: newFakeStream(false)}
+	var done atomic.Int32
+	submit := func(flags sched.Flags) {
+		t.Helper()
+		if err := be.Submit(ctx, &sched.Command{Kind: sched.Compute, Stream: fs, Issue: fs.op, Flags: flags,
+			Done: func(error) { done.Add(1) }}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	submit(sched.Sync) // in flight, unreleased: the spinner spins on it
+	for deadline := time.Now().Add(10 * time.Second); !s.SpinnerRunning() || be.Stats().InFlight == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the spinner never took the first command\n%s", s.Dump())
+		}
+	}
+	waitBackgroundAsleep(t, s)
+	for range 3 {
+		submit(sched.Batched)
+	}
+	for deadline := time.Now().Add(10 * time.Second); fs.ops() < 4; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 4 commands issued, %d kicks left to the spinner\n%s", fs.ops(), be.Stats().KicksToSpinner, s.Dump())
+		}
+	}
+	if k := be.Stats().KicksToSpinner; k == 0 {
+		t.Error("no batched submission left its dispatching to the spinner")
+	}
+	waitDone(t, s, &done, 4, fs.fakeStream)
+}

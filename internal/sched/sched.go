@@ -575,6 +575,7 @@ type QueueStats struct {
 	KicksDeferred                uint64        // background wake-ups its submissions left owed (kick.go)
 	KicksSpared                  uint64        // and those they spared: completions or timers will come to what they left (dispatcherOwedLocked)
 	SpunEnds                     uint64        // points the low class's spinner completed (lowspin.go)
+	KicksToSpinner               uint64        // background wake-ups its batched submissions left to the spinning spinner instead
 	FenceEnds                    uint64        // points that ended at their command's fence, no event recorded (fenceend.go)
 }
 
@@ -726,7 +727,11 @@ func (q *Queue) Submit(ctx context.Context, c *Command) error {
 		if s.dispatching {
 			s.missed = true
 		} else if !s.bgAwake.Load() && q.queued >= 2 {
-			s.kick()
+			if s.spinner.dispatchLocked() {
+				q.st.KicksToSpinner++
+			} else {
+				s.kick()
+			}
 		}
 	} else {
 		s.runForLocked(q, submitBudget)
