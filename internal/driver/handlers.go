@@ -1106,16 +1106,21 @@ func (s *Session) waitFence(ctx context.Context, m *v1.WaitFence) error {
 		}
 		return v1.Errorf(v1.CodeTimeout, "fence not reached within %v", time.Duration(m.TimeoutNs))
 	}
+	// ended answers a wait that ended with err: one called off by ctx (its
+	// error) timed out.
+	ended := func(err error) error {
+		switch {
+		case err == nil:
+			return s.takeDeferred()
+		case err == ctx.Err():
+			return timedOut()
+		}
+		return err
+	}
 	// The scheduler's spinner, where it watches the low class's fences:
 	// one wake-up, when the fence is reached.
 	if ok, err := s.spinFenceWait(ctx, f); ok {
-		if err != nil {
-			if ctx.Err() != nil {
-				return timedOut()
-			}
-			return err
-		}
-		return s.takeDeferred()
+		return ended(err)
 	}
 	// On the serving goroutine: a goroutine per wait made two hand-offs of
 	// it, each a wake-up (bench/RESULTS.md, session 34).
@@ -1128,13 +1133,7 @@ func (s *Session) waitFence(ctx context.Context, m *v1.WaitFence) error {
 		return err
 	}
 	if s.pollsLowFences() {
-		if err := s.pollLowFence(ctx, f.ev); err != nil {
-			if ctx.Err() != nil {
-				return timedOut()
-			}
-			return err
-		}
-		return s.takeDeferred()
+		return ended(s.pollLowFence(ctx, f.ev))
 	}
 	// The event's synchronize cannot be called off: it gets a goroutine, so
 	// that a timeout or the session's end still ends the wait.
@@ -1142,10 +1141,7 @@ func (s *Session) waitFence(ctx context.Context, m *v1.WaitFence) error {
 	go func() { wait <- f.ev.Synchronize() }()
 	select {
 	case err := <-wait:
-		if err != nil {
-			return err
-		}
-		return s.takeDeferred()
+		return ended(err)
 	case <-ctx.Done():
 		return timedOut()
 	}

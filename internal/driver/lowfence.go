@@ -79,27 +79,28 @@ type fenceSpinWatch struct {
 }
 
 func (w *fenceSpinWatch) Reached() (bool, error) {
-	select {
-	case <-w.f.issued:
-	default:
-		return false, nil
-	}
-	if err := w.f.issueErr(); err != nil {
-		return true, err
+	if issued, err := w.issued(); !issued || err != nil {
+		return issued, err
 	}
 	return w.f.word != nil && w.f.word.Reached(), nil
 }
 
 func (w *fenceSpinWatch) Check() (bool, error) {
+	if issued, err := w.issued(); !issued || err != nil {
+		return issued, err
+	}
+	return w.f.ev.Query()
+}
+
+// issued reports whether the fence's record was issued, and its error if
+// that failed (the watch is then done).
+func (w *fenceSpinWatch) issued() (bool, error) {
 	select {
 	case <-w.f.issued:
+		return true, w.f.issueErr()
 	default:
 		return false, nil
 	}
-	if err := w.f.issueErr(); err != nil {
-		return true, err
-	}
-	return w.f.ev.Query()
 }
 
 func (w *fenceSpinWatch) Done(err error) {

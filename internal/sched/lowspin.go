@@ -91,7 +91,7 @@ type spinLook struct {
 // low class, and a tenant of class high has a queue (a service whose
 // latency the daemon's wake-ups would cost).
 func (s *Scheduler) spinWatchLocked(t *tenant) bool {
-	return t.class() == ClassLow && s.spinsLocked()
+	return s.opts.LowClassSpin && t.class() == ClassLow && s.spinsLocked() // the option first: issueLocked asks at each tracked issue
 }
 
 // spinsLocked reports whether the spinner serves the low class now: the
