@@ -99,9 +99,10 @@
 // makes them query that often from a kernel's start
 // (sched.Options.NoLowClassPace); $GPUOS_SCHED_SPARE_KICKS=0 makes
 // high-class submitters wake its background goroutine whenever other
-// work is queued (sched.Options.NoSpareKicks); $GPUOS_SCHED_LOWSPIN=1 has
-// one goroutine spin on fences for the low class's completions while a
-// high-class session is open (sched.Options.LowClassSpin);
+// work is queued (sched.Options.NoSpareKicks); $GPUOS_SCHED_LOWSPIN=0
+// keeps the goroutine that spins on fences for the low class's completions
+// while a high-class session is open off on a GPU (Options.NoLowClassSpin),
+// and =1 turns it on on the software GPU (sched.Options.LowClassSpin);
 // $GPUOS_HEDGE=0 turns off hedged serving of high-class sessions and
 // $GPUOS_HEDGE=always makes its helper watch always instead of on demand,
 // and $GPUOS_HEDGE_DELAY sets how long a request waits unread before the

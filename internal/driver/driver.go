@@ -37,8 +37,15 @@ type Options struct {
 	DeviceMemoryLimit uint64
 	Log               *slog.Logger
 	// Sched configures the scheduler (Device, TenantInFlight and OnEject are
-	// filled in by the driver).
+	// filled in by the driver; LowClassSpin is turned on on a GPU unless
+	// NoLowClassSpin).
 	Sched sched.Options
+	// NoLowClassSpin keeps the scheduler's spinner (sched.Options.
+	// LowClassSpin) off on a device whose work runs off the host's CPUs,
+	// where the driver turns it on. On the software GPU it is off unless
+	// Sched.LowClassSpin asks for it: the spinning CPU is one the
+	// simulated work needs.
+	NoLowClassSpin bool
 	// SwapLimit bounds the pinned host memory that holds evicted device
 	// memory (gpuos serve --swap): 0 is twice the device limit (within half
 	// the host's memory), so tenants' allocations may reach about three
@@ -113,6 +120,12 @@ func New(opts Options) (*Driver, error) {
 	dev, err := opts.Backend.Open(opts.Ordinal)
 	if err != nil {
 		return nil, fmt.Errorf("open device %d: %w", opts.Ordinal, err)
+	}
+	switch {
+	case opts.NoLowClassSpin:
+		opts.Sched.LowClassSpin = false
+	case !backend.ExecutesOnHost(dev):
+		opts.Sched.LowClassSpin = true
 	}
 	hooks := &memHooks{}
 	pol := newPolicies(opts)

@@ -98,19 +98,19 @@ func TestLowFenceWaitTimeout(t *testing.T) {
 	}
 }
 
-// TestLowFenceWaitSpun: with sched.Options.LowClassSpin and a service's
-// session open, a low-class session's fence waits are watched by the
+// TestLowFenceWaitSpun: with the scheduler's spinner (on by default on the
+// wall-clock device, which plays a GPU) and a service's session open, a low-class session's fence waits are watched by the
 // scheduler's spinner: a wait with a timeout on a fence behind a 300-ms
 // kernel ends with CodeTimeout, a wait without one reaches it, and releasing
 // the fence, whose timed-out watch may still be on, waits for the spinner
-// to let go of it. Without the option the waits are not watched.
+// to let go of it. With NoLowClassSpin the waits are not watched.
 func TestLowFenceWaitSpun(t *testing.T) {
 	defer func(d time.Duration) { wallKernelTime = d }(wallKernelTime)
 	wallKernelTime = 300 * time.Millisecond
 	for _, spin := range []bool{true, false} {
 		be := newWallBackend()
 		be.fences = true
-		td := newDriverOn(t, be, Options{Sched: sched.Options{Policy: "priority", LowClassSpin: spin}})
+		td := newDriverOn(t, be, Options{Sched: sched.Options{Policy: "priority"}, NoLowClassSpin: !spin})
 		for name, class := range map[string]sched.Class{"hp": sched.ClassHigh, "be": sched.ClassLow} {
 			if err := td.d.sched.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {
 				t.Fatal(err)

@@ -34,6 +34,7 @@ type remapWatch struct {
 	unmaps     atomic.Int64
 	fences     atomic.Int64 // fences enqueued on its streams
 	hostMaps   atomic.Int64 // host memory mapped for the device (MapHost) and not yet unmapped
+	offHost    bool         // its devices say their work runs off the host, as a GPU's does
 }
 
 type watchDevice struct {
@@ -104,8 +105,11 @@ func (d *watchDevice) MapHost(mem []byte) (backend.DevicePtr, error) {
 	return 0, backend.ErrUnsupported
 }
 
-// ExecutesOnHost passes the inner device's through.
-func (d *watchDevice) ExecutesOnHost() bool { return backend.ExecutesOnHost(d.Device) }
+// ExecutesOnHost passes the inner device's through, unless the watch plays
+// a GPU (offHost).
+func (d *watchDevice) ExecutesOnHost() bool {
+	return !d.w.offHost && backend.ExecutesOnHost(d.Device)
+}
 
 func (d *watchDevice) UnmapHost(mem []byte) error {
 	if hm, ok := d.Device.(backend.HostMapper); ok {

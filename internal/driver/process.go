@@ -69,9 +69,10 @@ const LowClassPaceEnv = "GPUOS_SCHED_LOWPACE"
 // (sched.Options.NoSpareKicks). For measuring.
 const SpareKicksEnv = "GPUOS_SCHED_SPARE_KICKS"
 
-// LowClassSpinEnv, set to "1", has one goroutine complete the low class's
-// work by spinning on fences while a high-class session is open
-// (sched.Options.LowClassSpin). For measuring.
+// LowClassSpinEnv, set to "0", keeps the scheduler's spinner off on a GPU
+// (Options.NoLowClassSpin): the low class's completions are then seen by
+// their waiters' naps. Set to "1", it turns the spinner on on the software
+// GPU too (sched.Options.LowClassSpin). For measuring.
 const LowClassSpinEnv = "GPUOS_SCHED_LOWSPIN"
 
 // HighClassStartEnv, set to "0", records no start event before a high-class
@@ -178,7 +179,8 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 			BlockingWait: os.Getenv(BlockingWaitEnv) == "block", LowClassPoll: lowPoll,
 			NoLowClassPace: os.Getenv(LowClassPaceEnv) == "0",
 			NoSpareKicks:   os.Getenv(SpareKicksEnv) == "0", NoHighClassStart: os.Getenv(HighClassStartEnv) == "0",
-			LowClassSpin: os.Getenv(LowClassSpinEnv) == "1"}})
+			LowClassSpin: os.Getenv(LowClassSpinEnv) == "1"},
+		NoLowClassSpin: os.Getenv(LowClassSpinEnv) == "0"})
 	if err != nil {
 		return err
 	}

@@ -92,9 +92,10 @@
 // interrupts); the low class's waiters query their events, and sleep
 // through most of a kernel's expected time before the second look, since
 // each wake-up of a sleeping goroutine is a thread woken on another CPU
-// (Options.LowClassPoll, NoLowClassPace); with Options.LowClassSpin, while
-// a service has a session, one goroutine completes them instead, reading a
-// fence behind each without pause (lowspin.go). A queue whose submitter learns
+// (Options.LowClassPoll, NoLowClassPace); with Options.LowClassSpin (which
+// the driver sets on a GPU), while a service has a session, one goroutine
+// completes them instead, reading a fence behind each without pause
+// (lowspin.go). A queue whose submitter learns
 // of its work's completion first (a service polling fences) may own its
 // completions (Queue.SetOwnCompletions): its events stay with it, and the
 // submitter completes them (Reap) once done, so no waiter is woken per

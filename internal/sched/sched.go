@@ -139,7 +139,8 @@ type Options struct {
 	// enqueued behind each point's end without pause instead of the
 	// waiters' naps (lowspin.go): no timer and no driver call per look, for
 	// one CPU kept busy while such points are in flight. Streams without
-	// fences (backend.Fencer) are waited for as usual.
+	// fences (backend.Fencer) are waited for as usual. The driver turns it
+	// on on a GPU (driver.Options.NoLowClassSpin).
 	LowClassSpin bool
 	// NoHighClassStart records no start event before any high-class
 	// command, instead of one in highStartEvery (each is charged at most
