@@ -88,6 +88,35 @@ const SliceEnv = "GPUOS_SCHED_SLICE"
 // sliceTarget reads SliceEnv.
 func sliceTarget() (time.Duration, error) { return durationOrOff(SliceEnv) }
 
+// schedSwitches reads the scheduler's switches for measuring from the
+// environment (docs/scheduling.md, "Switches for measuring"); noLowSpin is
+// $GPUOS_SCHED_LOWSPIN=0 (Options.NoLowClassSpin).
+func schedSwitches() (so sched.Options, noLowSpin bool, err error) {
+	slice, err := sliceTarget()
+	if err != nil {
+		return so, false, err
+	}
+	lowPoll, err := durationOrOff(LowClassPollEnv)
+	if err != nil {
+		return so, false, err
+	}
+	var lowSpin bool
+	switch v := os.Getenv(LowClassSpinEnv); v {
+	case "":
+	case "0":
+		noLowSpin = true
+	case "1":
+		lowSpin = true
+	default:
+		return so, false, fmt.Errorf("%s=%q: want 0 (off) or 1 (on on the software GPU too)", LowClassSpinEnv, v)
+	}
+	so = sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0", NoHighFirst: os.Getenv(NoHighFirstEnv) == "0",
+		SliceTarget: slice, BlockingWait: os.Getenv(BlockingWaitEnv) == "block", LowClassPoll: lowPoll,
+		NoLowClassPace: os.Getenv(LowClassPaceEnv) == "0", NoSpareKicks: os.Getenv(SpareKicksEnv) == "0",
+		NoHighClassStart: os.Getenv(HighClassStartEnv) == "0", LowClassSpin: lowSpin}
+	return so, noLowSpin, nil
+}
+
 // durationOrOff reads an environment variable holding a positive duration,
 // or "off" (-1); unset is 0 (the default).
 func durationOrOff(name string) (time.Duration, error) {
@@ -159,11 +188,7 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		defer al.Close()
 	}
-	slice, err := sliceTarget()
-	if err != nil {
-		return err
-	}
-	lowPoll, err := durationOrOff(LowClassPollEnv)
+	so, noLowSpin, err := schedSwitches()
 	if err != nil {
 		return err
 	}
@@ -175,12 +200,7 @@ func RunProcess(ctx context.Context, args []string, stderr io.Writer) error {
 	go watchYields(ctx, log, yieldReport, ring.LongYields)
 	d, err := New(Options{Backend: choice.Backend, Ordinal: *device, Audit: al, Limits: lim,
 		DeviceMemoryLimit: *devMem, Log: log, SwapLimit: *swap, SwapReserve: *swapReserve, MinResidency: *minRes, ReserveSMs: *reserveSMs,
-		Sched: sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0", NoHighFirst: os.Getenv(NoHighFirstEnv) == "0", SliceTarget: slice,
-			BlockingWait: os.Getenv(BlockingWaitEnv) == "block", LowClassPoll: lowPoll,
-			NoLowClassPace: os.Getenv(LowClassPaceEnv) == "0",
-			NoSpareKicks:   os.Getenv(SpareKicksEnv) == "0", NoHighClassStart: os.Getenv(HighClassStartEnv) == "0",
-			LowClassSpin: os.Getenv(LowClassSpinEnv) == "1"},
-		NoLowClassSpin: os.Getenv(LowClassSpinEnv) == "0"})
+		Sched: so, NoLowClassSpin: noLowSpin})
 	if err != nil {
 		return err
 	}

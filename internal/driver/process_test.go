@@ -3,9 +3,12 @@ package driver
 import (
 	"bytes"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuos/gpuos/internal/sched"
 )
 
 // TestSliceTarget: $GPUOS_SCHED_SLICE is a positive duration or "off";
@@ -27,6 +30,43 @@ func TestSliceTarget(t *testing.T) {
 		have, err := sliceTarget()
 		if (err != nil) != tt.wantErr || have != tt.want {
 			t.Errorf("%s=%q: have %v, %v; want %v, error %v", SliceEnv, tt.env, have, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+// TestSchedSwitches: the scheduler's switches for measuring map onto
+// sched.Options (and $GPUOS_SCHED_LOWSPIN=0 onto Options.NoLowClassSpin);
+// with none set the options are the zero value, the defaults; a malformed
+// duration or spinner switch is an error, not the default.
+func TestSchedSwitches(t *testing.T) {
+	for _, tt := range []struct {
+		env           map[string]string
+		want          sched.Options
+		wantNoLowSpin bool
+		wantErr       bool
+	}{
+		{env: nil, want: sched.Options{}},
+		{env: map[string]string{LowClassSpinEnv: "0"}, wantNoLowSpin: true},
+		{env: map[string]string{LowClassSpinEnv: "1"}, want: sched.Options{LowClassSpin: true}},
+		{env: map[string]string{LowClassSpinEnv: "on"}, wantErr: true},
+		{env: map[string]string{SpareKicksEnv: "0", NoExpressEnv: "0", NoHighFirstEnv: "0", HighClassStartEnv: "0", LowClassPaceEnv: "0"},
+			want: sched.Options{NoSpareKicks: true, NoExpress: true, NoHighFirst: true, NoHighClassStart: true, NoLowClassPace: true}},
+		{env: map[string]string{BlockingWaitEnv: "block", LowClassPollEnv: "off", SliceEnv: "50us"},
+			want: sched.Options{BlockingWait: true, LowClassPoll: -1, SliceTarget: 50 * time.Microsecond}},
+		{env: map[string]string{LowClassPollEnv: "soon"}, wantErr: true},
+		{env: map[string]string{SliceEnv: "-1ms"}, wantErr: true},
+	} {
+		for _, name := range []string{LowClassSpinEnv, SpareKicksEnv, NoExpressEnv, NoHighFirstEnv, HighClassStartEnv,
+			LowClassPaceEnv, BlockingWaitEnv, LowClassPollEnv, SliceEnv} {
+			t.Setenv(name, tt.env[name])
+		}
+		have, noLowSpin, err := schedSwitches()
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%v: error %v, want an error %v", tt.env, err, tt.wantErr)
+			continue
+		}
+		if err == nil && (!reflect.DeepEqual(have, tt.want) || noLowSpin != tt.wantNoLowSpin) {
+			t.Errorf("%v: have %+v, NoLowClassSpin %v; want %+v, %v", tt.env, have, noLowSpin, tt.want, tt.wantNoLowSpin)
 		}
 	}
 }
