@@ -100,10 +100,11 @@ func TestLowFenceWaitTimeout(t *testing.T) {
 
 // TestLowFenceWaitSpun: with the scheduler's spinner (on by default on the
 // wall-clock device, which plays a GPU) and a service's session open, a
-// low-class session's fence waits are watched by the spinner: a wait with a timeout on a fence behind a 300-ms
-// kernel ends with CodeTimeout, a wait without one reaches it, and releasing
-// the fence, whose timed-out watch may still be on, waits for the spinner
-// to let go of it. With NoLowClassSpin the waits are not watched.
+// low-class session's fence waits are watched by the spinner: a wait with
+// a timeout on a fence behind a 300-ms kernel ends with CodeTimeout, a wait
+// without one reaches it, and releasing the fence, whose timed-out watch may
+// still be on, waits for the spinner to let go of it. With NoLowClassSpin
+// the waits are not watched.
 func TestLowFenceWaitSpun(t *testing.T) {
 	defer func(d time.Duration) { wallKernelTime = d }(wallKernelTime)
 	wallKernelTime = 300 * time.Millisecond
