@@ -61,13 +61,11 @@ type fenceObj struct {
 	// scheduler's spinner (spinsLowFences); word is written before issued
 	// is closed. watch: the spinner's watch of f, at most one: a fence once
 	// reached (or failed) stays so, and waits after one that timed out wait
-	// for its watch, so that a client looping on short timeouts adds none;
-	// watches: how many the spinner took, for tests.
+	// for its watch, so that a client looping on short timeouts adds none.
 	spin    bool
 	word    backend.Fence
 	watchMu sync.Mutex
 	watch   *fenceSpinWatch
-	watches int
 }
 
 // spinWatch returns the spinner's watch of f: the one it took already,
@@ -83,7 +81,6 @@ func (f *fenceObj) spinWatch(sch *sched.Scheduler) (w *fenceSpinWatch, ok bool) 
 		return nil, false
 	}
 	f.watch = w
-	f.watches++
 	return w, true
 }
 

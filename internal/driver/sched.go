@@ -16,9 +16,9 @@ import (
 )
 
 // newScheduler starts the driver's scheduler: per-tenant in-flight windows
-// from the session limits, ejections written to the audit log. With the
-// low class's spinner on a GPU, the scheduler's poll loops yield as the
-// high-class pollers do (ps): the spinner holds a P while it spins.
+// from the session limits, ejections written to the audit log. On a GPU the
+// scheduler's poll loops yield as the high-class pollers do (ps): its
+// spinner holds a P while it spins.
 func newScheduler(dev backend.Device, opts Options, ps *pollerPs) (*sched.Scheduler, error) {
 	lim := withDefaults(opts.Limits)
 	so := opts.Sched
@@ -32,10 +32,9 @@ func newScheduler(dev backend.Device, opts Options, ps *pollerPs) (*sched.Schedu
 		so.Spin = ring.DefaultSpin()
 	}
 	if so.Yield == nil && os.Getenv(GoschedEnv) != "1" {
-		pl := pollingFor(dev)
-		so.Yield = pl.yield
-		if so.LowClassSpin && !pl.onHost {
-			so.Yield = ps.yield
+		so.Yield = pollingFor(dev).yield
+		if !backend.ExecutesOnHost(dev) {
+			so.Yield = ps.yield // as the driver's own pollers (New)
 		}
 	}
 	al := opts.Audit
