@@ -48,10 +48,32 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) st
 	return string(out)
 }
 
+// prebuiltEnv names a folder holding libcuda.so.1 and gpuos built elsewhere,
+// for a machine with gcc and a GPU but no Go (bench/gputests.sh).
+const prebuiltEnv = "GPUOS_TEST_PREBUILT"
+
 // build makes dir/libcuda.so.1 (with its soname, and the libcuda.so link a
-// linker wants) and dir/gpuos.
+// linker wants) and dir/gpuos, or links them from $GPUOS_TEST_PREBUILT.
 func build(t *testing.T, dir string) {
 	t.Helper()
+	if pre := os.Getenv(prebuiltEnv); pre != "" {
+		for _, name := range []string{"libcuda.so.1", "gpuos"} {
+			src, err := filepath.Abs(filepath.Join(pre, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(src); err != nil {
+				t.Fatalf("%s: %v", prebuiltEnv, err)
+			}
+			if err := os.Symlink(src, filepath.Join(dir, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Symlink("libcuda.so.1", filepath.Join(dir, "libcuda.so")); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
 	goBin := goTool(t)
 	run(t, ".", nil, goBin, "build", "-buildmode=c-shared", "-ldflags=-extldflags=-Wl,-soname,libcuda.so.1",
 		"-o", filepath.Join(dir, "libcuda.so.1"), ".")
