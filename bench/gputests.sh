@@ -2,7 +2,8 @@
 # The whole-system tests on a real GPU: every package whose tests start a
 # gpuos (internal/testenv) runs them with GPUOS_TEST_BACKEND=cuda, so the
 # daemon, its scheduler and the shim run on the GPU as users run them; the
-# cuda backend's and the PTX pipeline's own GPU tests run too.
+# cuda backend's and the PTX pipeline's own GPU tests run too, and so does
+# `gpuos demo`.
 #
 #   bench/gputests.sh build   where Go and gcc are: builds the test binaries,
 #                             libcuda.so.1 and gpuos into .carry/gputests/
@@ -62,17 +63,22 @@ echo "build $(cat "$B/COMMIT"); $(nvidia-smi --query-gpu=name,driver_version --f
 failed=0
 for p in "${packages[@]}"; do
 	dir=${p%%:*} limit=${p##*:} n=$(name "$dir")
-	start=$(date +%s.%N)
+	start=$(date +%s%N)
 	(cd "$dir" && GPUOS_TEST_BACKEND=cuda GPUOS_REQUIRE_GPU=1 GPUOS_TEST_PREBUILT="$B" \
 		timeout "$limit" "$B/$n.test" -test.v -test.count=1 -test.timeout="$((limit - 5))s" > "$OUT/$n.log" 2>&1)
 	rc=$?
-	secs=$(echo "$(date +%s.%N) - $start" | bc)
-	printf '%-22s rc=%-3d %6.1fs  pass %3d  fail %2d  skip %2d\n' "$dir" "$rc" "$secs" \
+	ms=$((($(date +%s%N) - start) / 1000000))
+	printf '%-22s rc=%-3d %4d.%01ds  pass %3d  fail %2d  skip %2d\n' "$dir" "$rc" "$((ms / 1000))" "$((ms % 1000 / 100))" \
 		"$(grep -c -- '--- PASS' "$OUT/$n.log")" "$(grep -c -- '--- FAIL' "$OUT/$n.log")" \
 		"$(grep -c -- '--- SKIP' "$OUT/$n.log")"
 	grep -E -- '--- FAIL|^panic:|test timed out' "$OUT/$n.log" | head -8
 	[ "$rc" = 0 ] || failed=$((failed + 1))
 done
+# The README's main job on the GPU (auto picks the cuda backend there).
+timeout 120 "$B/gpuos" demo > "$OUT/demo.log" 2>&1
+rc=$?
+echo "gpuos demo             rc=$rc  $(grep -m1 '^backend' "$OUT/demo.log" | cut -d, -f1)  $(tail -1 "$OUT/demo.log")"
+[ "$rc" = 0 ] || failed=$((failed + 1))
 echo "skipped tests (name: reason):"
 awk '/--- SKIP/ { name = $3; getline; why = ($0 ~ /^ +[a-z_]+\.go:/) ? $0 : ""; sub(/^ +/, "", why); print "  " name ": " why }' "$OUT"/*.log | sort -u | head -40
 echo "packages failed: $failed"

@@ -44,6 +44,16 @@ type Options struct {
 	Backend string
 }
 
+// Backend is the backend whole-system tests run on: $GPUOS_TEST_BACKEND, else
+// "sim". Tests that start a daemon of their own (a script, a gpuos binary)
+// pass it on, so that GPUOS_TEST_BACKEND=cuda moves them to the GPU too.
+func Backend() string {
+	if b := os.Getenv("GPUOS_TEST_BACKEND"); b != "" {
+		return b
+	}
+	return "sim"
+}
+
 // Env is a running gpuos.
 type Env struct {
 	Manager *manager.Manager
@@ -69,10 +79,7 @@ func Start(t testing.TB, o Options) *Env {
 		o.SimMemory = "2GiB"
 	}
 	if o.Backend == "" {
-		o.Backend = os.Getenv("GPUOS_TEST_BACKEND")
-	}
-	if o.Backend == "" {
-		o.Backend = "sim"
+		o.Backend = Backend()
 	}
 	m, err := manager.New(manager.Options{
 		Config:        o.Config,

@@ -57,6 +57,6 @@ drivers_after=$(drivers)
 grep -E "^attacker:" "$OUT/attacker.log"
 tail -2 "$OUT/victim.log"
 echo "violations audited: $(grep -c '"kind":"violation"' "$OUT/audit.jsonl")"
-echo "attacks stopped: $stopped of $total; victim exit $victim_rc; driver processes before/after the attacks: $drivers_before/ $drivers_after"
+echo "attacks stopped: $stopped of $total; victim exit $victim_rc; driver processes before/after the attacks: $drivers_before/ $drivers_after; backend $BACKEND"
 [ "$stopped" = "$total" ] && [ "$victim_rc" = 0 ] && [ -n "$drivers_before" ] && [ "$drivers_before" = "$drivers_after" ] && { echo "PASS isolation"; exit 0; }
 echo "FAIL isolation"; exit 1
