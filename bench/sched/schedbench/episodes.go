@@ -17,6 +17,10 @@ const (
 	episodeFactor = 2.0
 	episodeGap    = 3
 	episodeMin    = 8
+	// episodeShareMax is the share of a kind of phase's requests (%) in
+	// episodes over which they are no longer the host's episodes but the
+	// load's effect, and the report does not split requests by them.
+	episodeShareMax = 10
 )
 
 // episode is the indexes of one episode's slow requests.
@@ -61,9 +65,12 @@ type phaseEpisodes struct {
 	alone, loaded         int // episodes
 	aloneReqs, loadedReqs int // requests in them
 	aloneAll, loadedAll   int // requests
-	// the alone phases' requests in episodes and the others (as stages
-	// parts them): how much slower the host made this stack's requests
-	aloneIn, aloneOut []float64
+	// each kind of phase's requests in episodes and the others: how much
+	// slower the host made this stack's requests, and what the load did
+	// outside the episodes, whose share of the requests sets the P99 on
+	// hosts that have them
+	aloneIn, aloneOut   []float64
+	loadedIn, loadedOut []float64
 }
 
 func countPhaseEpisodes(phases [][]float64) phaseEpisodes {
@@ -80,23 +87,25 @@ func countPhaseEpisodes(phases [][]float64) phaseEpisodes {
 			n++
 			reqs += len(e)
 		}
+		in := make([]bool, len(p))
+		for _, e := range eps {
+			for _, i := range e {
+				in[i] = true
+			}
+		}
+		inside, outside := &c.aloneIn, &c.aloneOut
 		if k%2 == 0 {
 			c.alone, c.aloneReqs, c.aloneAll = c.alone+n, c.aloneReqs+reqs, c.aloneAll+len(p)
-			in := make([]bool, len(p))
-			for _, e := range eps {
-				for _, i := range e {
-					in[i] = true
-				}
-			}
-			for i, x := range p {
-				if in[i] {
-					c.aloneIn = append(c.aloneIn, x)
-				} else {
-					c.aloneOut = append(c.aloneOut, x)
-				}
-			}
 		} else {
 			c.loaded, c.loadedReqs, c.loadedAll = c.loaded+n, c.loadedReqs+reqs, c.loadedAll+len(p)
+			inside, outside = &c.loadedIn, &c.loadedOut
+		}
+		for i, x := range p {
+			if in[i] {
+				*inside = append(*inside, x)
+			} else {
+				*outside = append(*outside, x)
+			}
 		}
 	}
 	return c
@@ -122,6 +131,22 @@ func printPhaseEpisodes(w io.Writer, stack string, phases [][]float64) {
 		in, out := median(c.aloneIn), median(c.aloneOut)
 		fmt.Fprintf(w, "%s, interleaved: in the alone phases' episodes the median request took %.1f us, outside them %.1f us (%.1fx)\n",
 			stack, in, out, in/out)
+	}
+	if c.alone+c.loaded > 0 && len(c.aloneOut) > 0 && len(c.loadedOut) > 0 &&
+		pct(c.aloneReqs, c.aloneAll) < episodeShareMax && pct(c.loadedReqs, c.loadedAll) < episodeShareMax {
+		// With episodes in a few percent of the requests, the P99 is
+		// mostly theirs: the ratio then reads how many fell in each kind of
+		// phase and how slow they were. Outside them is what the load did
+		// to the rest. (Where the load itself makes most requests slow, as
+		// natively, the "episodes" are the load, and the split means
+		// nothing.)
+		a, l := p99(slices.Clone(c.aloneOut)), p99(slices.Clone(c.loadedOut))
+		fmt.Fprintf(w, "%s, interleaved: outside the episodes, P99 in the loaded phases / in the alone phases = %.2f (%.1f / %.1f us)",
+			stack, l/a, l, a)
+		if len(c.aloneIn) > 0 && len(c.loadedIn) > 0 {
+			fmt.Fprintf(w, "; in them, the median request %.1f / %.1f us", median(c.loadedIn), median(c.aloneIn))
+		}
+		fmt.Fprintln(w)
 	}
 }
 

@@ -287,3 +287,40 @@ func TestReportEpisodesAndSteal(t *testing.T) {
 		t.Errorf("report compares native's requests in and out of episodes it did not have:\n%s", out.String())
 	}
 }
+
+// Where the host has slow episodes, the report also gives the P99 ratio of
+// the requests outside them, and the median request inside them by kind of
+// phase: the pooled ratio can fail on how the episodes fell between the
+// phases while the load cost the rest little.
+func TestReportOutsideEpisodes(t *testing.T) {
+	phase := func(us float64, slowN int, slowUs float64) []float64 {
+		p := make([]float64, 100)
+		for i := range p {
+			p[i] = us
+			if i >= 20 && i < 20+slowN {
+				p[i] = slowUs
+			}
+		}
+		return p
+	}
+	// alone: 192 requests of 40 us and an episode of 8 at 300; loaded: 190
+	// of 44 and an episode of 10 at 400. Pooled P99 300 / 400.
+	gpuos := Result{Mode: "hp", Stack: "gpuos", Samples: 400, P99us: 400, PhaseMs: 500, Alone: &Result{Samples: 200, P99us: 300},
+		PhasesUs: [][]float64{phase(40, 8, 300), phase(44, 10, 400), phase(40, 0, 0), phase(44, 0, 0)}}
+	// Natively the load makes every loaded request slow (20 a phase at 4.7
+	// ms): runs over twice the median, but the load's, not the host's.
+	slow := func() []float64 { return phase(4700, 0, 0)[:20] }
+	native := Result{Mode: "hp", Stack: "native", Samples: 240, P99us: 4700, PhaseMs: 500, Alone: &Result{Samples: 200, P99us: 40},
+		PhasesUs: [][]float64{phase(40, 0, 0), slow(), phase(40, 0, 0), append(slow(), 40)}}
+	dir := t.TempDir()
+	writeResults(t, dir, map[string]Result{"gpuos-hp-interleaved": gpuos, "native-hp-interleaved": native})
+	var out strings.Builder
+	report(dir, &out)
+	want := "gpuos, interleaved: outside the episodes, P99 in the loaded phases / in the alone phases = 1.10 (44.0 / 40.0 us); in them, the median request 400.0 / 300.0 us"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
+	}
+	if strings.Contains(out.String(), "native, interleaved: outside the episodes") {
+		t.Errorf("report splits native's requests by episodes that are the load:\n%s", out.String())
+	}
+}
