@@ -10,10 +10,10 @@ import (
 )
 
 // Two tenants in one shared context, both C programs through the shim (the
-// GPU half of issue 5's acceptance, here on the software GPU):
-// testdata/isolation/run.sh runs a victim that keeps computing and checking
-// its data while an attacker launches every kernel of testdata/guard/attacks
-// at it, one process each. GPUOS_TEST_BACKEND=cuda runs it on the GPU.
+// GPU half of issue 5's acceptance; on the software GPU unless
+// GPUOS_TEST_BACKEND=cuda): testdata/isolation/run.sh runs a victim that
+// keeps computing and checking its data while an attacker launches every
+// kernel of testdata/guard/attacks at it, one process each.
 func TestIsolationThroughShim(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc not found")
