@@ -157,7 +157,7 @@ func New(opts Options) (*Driver, error) {
 		opts:     opts,
 		dev:      dev,
 		info:     dev.Info(),
-		polling:  pollingFor(dev),
+		polling:  pollingFor(dev, pollers),
 		mem:      mm,
 		caps:     cap.NewSpace(),
 		sched:    sch,
@@ -171,9 +171,6 @@ func New(opts Options) (*Driver, error) {
 		memHooks: hooks,
 		pol:      pol,
 		pollers:  pollers,
-	}
-	if !d.polling.onHost {
-		d.polling.yield = d.pollers.yield
 	}
 	if opts.Sched.LowClassSpin {
 		d.pollers.add(1) // the scheduler's spinner: counted from the start, it spins whenever a service meets best-effort work

@@ -348,17 +348,19 @@ type polling struct {
 	onHost bool
 }
 
-// pollingFor is how the driver's pollers wait for dev: on a GPU, a fence
-// poller spins for fenceSpin, and pollers yield the CPU but keep their
-// goroutine's P (ring.Yield: measured better for the service on the H100,
-// bench/RESULTS.md, session 9). On a device whose work runs on the host's
-// CPUs they yield from the start, the P too: a poller that keeps it keeps
-// the very work it waits for from running (bench/RESULTS.md, session 17).
-func pollingFor(dev backend.Device) polling {
+// pollingFor is how the driver's pollers (and the scheduler's poll loops)
+// wait for dev: on a GPU, a fence poller spins for fenceSpin, and pollers
+// yield the CPU but keep their goroutine's P (ring.Yield: measured better
+// for the service on the H100, bench/RESULTS.md, session 9) unless ps says
+// the Ps are short (pollerPs.yield). On a device whose work runs on the
+// host's CPUs they yield from the start, the P too: a poller that keeps it
+// keeps the very work it waits for from running (bench/RESULTS.md, session
+// 17).
+func pollingFor(dev backend.Device, ps *pollerPs) polling {
 	if backend.ExecutesOnHost(dev) {
 		return polling{yield: yieldProcess, onHost: true}
 	}
-	return polling{fenceSpin: fenceSpin(), yield: ring.Yield}
+	return polling{fenceSpin: fenceSpin(), yield: ps.yield}
 }
 
 // yieldProcess lets this process's other goroutines, then other threads,

@@ -152,7 +152,7 @@ func TestPollingFor(t *testing.T) {
 		{"sim, wrapped", wdev, true, 0},
 		{"GPU", struct{ backend.Device }{}, false, fenceSpin()}, // no backend.HostExecutor
 	} {
-		p := pollingFor(tt.dev)
+		p := pollingFor(tt.dev, &pollerPs{})
 		if p.onHost != tt.onHost || p.fenceSpin != tt.spin || p.yield == nil {
 			t.Errorf("%s: polling on host %v, fence spin %v (yield set: %v); want %v, %v", tt.name, p.onHost, p.fenceSpin, p.yield != nil, tt.onHost, tt.spin)
 		}
@@ -209,7 +209,7 @@ func TestAwaitStreams(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env := pacedFencesOn.Swap(tt.paced) // $GPUOS_SYNC_FENCE_PACED, read once per process
 			defer pacedFencesOn.Store(env)
-			s := &Session{d: &Driver{polling: pollingFor(nil)}} // a GPU's
+			s := &Session{d: &Driver{polling: pollingFor(nil, &pollerPs{})}} // a GPU's
 			s.fencePoll.Store(int64(tt.poll))
 			a, b := &fenceStream{}, &fenceStream{}
 			tt.setup(a, b)

@@ -32,10 +32,7 @@ func newScheduler(dev backend.Device, opts Options, ps *pollerPs) (*sched.Schedu
 		so.Spin = ring.DefaultSpin()
 	}
 	if so.Yield == nil && os.Getenv(GoschedEnv) != "1" {
-		so.Yield = pollingFor(dev).yield
-		if !backend.ExecutesOnHost(dev) {
-			so.Yield = ps.yield // as the driver's own pollers (New)
-		}
+		so.Yield = pollingFor(dev, ps).yield
 	}
 	al := opts.Audit
 	next := so.OnEject // the policy engine's (policy.go)

@@ -114,11 +114,7 @@ func TestLowClassSpin(t *testing.T) {
 				t.Errorf("spinner running: %v, want %v", have, tc.wantSpun)
 			}
 			s.Close() // the spinner parked with no waiter ends
-			for deadline := time.Now().Add(10 * time.Second); s.SpinnerRunning(); time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the spinner still runs after Close")
-				}
-			}
+			waitSpinnerEnded(t, s)
 		})
 	}
 }
@@ -294,11 +290,7 @@ func TestSpinWatch(t *testing.T) {
 			if s.Watch(newTestWatch()) {
 				t.Error("Watch took a watch after Close")
 			}
-			for deadline := time.Now().Add(10 * time.Second); s.SpinnerRunning(); time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the spinner still runs after Close")
-				}
-			}
+			waitSpinnerEnded(t, s)
 		})
 	}
 }
@@ -341,4 +333,14 @@ func TestLowClassSpinTakesBatchedDispatch(t *testing.T) {
 		t.Error("no batched submission left its dispatching to the spinner")
 	}
 	waitDone(t, s, &done, 4, fs.fakeStream)
+}
+
+// waitSpinnerEnded waits for the spinner's goroutine to end after Close.
+func waitSpinnerEnded(t testing.TB, s *sched.Scheduler) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); s.SpinnerRunning(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the spinner still runs after Close")
+		}
+	}
 }
