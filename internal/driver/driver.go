@@ -350,11 +350,6 @@ func (d *Driver) Close() error {
 	}
 	d.pol.close()
 	d.sched.Close()
-	if d.opts.Sched.QuietLead > 0 {
-		q := d.sched.QuietStats()
-		d.log.Info("quiet windows ahead of the service's launches", "lead", d.opts.Sched.QuietLead,
-			"armed", q.Armed, "held_work", q.Held, "held_for", q.Time)
-	}
 	d.staging.close()
 	if d.reserved != nil {
 		d.reserved.Close() // its streams went with the sessions

@@ -80,12 +80,6 @@ const LowClassSpinEnv = "GPUOS_SCHED_LOWSPIN"
 // measuring.
 const HighClassStartEnv = "GPUOS_SCHED_HIGHSTART"
 
-// QuietEnv, set to a duration ("50us"), holds the best effort's work from
-// that long before a periodic service's predicted next launch until it is
-// issued (sched.Options.QuietLead; it needs the spinner). Unset or "off":
-// no windows. For measuring.
-const QuietEnv = "GPUOS_SCHED_QUIET"
-
 // SliceEnv sets the scheduler's slice length (sched.Options.SliceTarget): a
 // duration ("100us"), or "off" for no slicing. For measuring what slicing
 // costs and buys; unset, the scheduler's default.
@@ -106,10 +100,6 @@ func schedSwitches() (so sched.Options, noLowSpin bool, err error) {
 	if err != nil {
 		return so, false, err
 	}
-	quiet, err := durationOrOff(QuietEnv)
-	if err != nil {
-		return so, false, err
-	}
 	var lowSpin bool
 	switch v := os.Getenv(LowClassSpinEnv); v {
 	case "":
@@ -123,7 +113,7 @@ func schedSwitches() (so sched.Options, noLowSpin bool, err error) {
 	so = sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0", NoHighFirst: os.Getenv(NoHighFirstEnv) == "0",
 		SliceTarget: slice, BlockingWait: os.Getenv(BlockingWaitEnv) == "block", LowClassPoll: lowPoll,
 		NoLowClassPace: os.Getenv(LowClassPaceEnv) == "0", NoSpareKicks: os.Getenv(SpareKicksEnv) == "0",
-		NoHighClassStart: os.Getenv(HighClassStartEnv) == "0", LowClassSpin: lowSpin, QuietLead: max(quiet, 0)}
+		NoHighClassStart: os.Getenv(HighClassStartEnv) == "0", LowClassSpin: lowSpin}
 	return so, noLowSpin, nil
 }
 

@@ -55,13 +55,9 @@ func TestSchedSwitches(t *testing.T) {
 			want: sched.Options{BlockingWait: true, LowClassPoll: -1, SliceTarget: 50 * time.Microsecond}},
 		{env: map[string]string{LowClassPollEnv: "soon"}, wantErr: true},
 		{env: map[string]string{SliceEnv: "-1ms"}, wantErr: true},
-		{env: map[string]string{QuietEnv: "50us"}, want: sched.Options{QuietLead: 50 * time.Microsecond}},
-		{env: map[string]string{QuietEnv: "off"}, want: sched.Options{}},
-		{env: map[string]string{QuietEnv: "0"}, wantErr: true},
-		{env: map[string]string{QuietEnv: "soon"}, wantErr: true},
 	} {
 		for _, name := range []string{LowClassSpinEnv, SpareKicksEnv, NoExpressEnv, NoHighFirstEnv, HighClassStartEnv,
-			LowClassPaceEnv, BlockingWaitEnv, LowClassPollEnv, SliceEnv, QuietEnv} {
+			LowClassPaceEnv, BlockingWaitEnv, LowClassPollEnv, SliceEnv} {
 			t.Setenv(name, tt.env[name])
 		}
 		have, noLowSpin, err := schedSwitches()

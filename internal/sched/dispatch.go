@@ -95,20 +95,14 @@ func (s *Scheduler) nextLocked(a *action) bool {
 		// the express goroutine dispatches once done.
 		return false
 	}
-	holdLow := s.opts.QuietLead > 0 && s.holdsLowLocked() // a quiet window (quiet.go)
 	for _, t := range s.tenants {
 		t.head = [NumEngines]*streamQ{}
-		low := holdLow && t.class() == ClassLow
 		for _, sq := range t.active {
 			c := sq.front()
 			if sq.q.holds > 0 && c.state != cmdIssuing { // held (hold.go)
 				continue
 			}
 			if c.After != nil && !c.After.issuedOrGone() {
-				continue
-			}
-			if low && c.state != cmdIssuing { // a sliced command's rest is not held
-				s.quietLeftLocked()
 				continue
 			}
 			if c.Kind == Marker || sq.st == nil {

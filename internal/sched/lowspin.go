@@ -185,11 +185,6 @@ func (s *Scheduler) spin() {
 	for {
 		for len(sp.ws) == 0 && len(sp.watches) == 0 {
 			if sp.dispatch.Swap(false) { // taken while it held nothing more
-				if s.opts.QuietLead > 0 {
-					s.mu.Unlock()
-					s.waitQuiet() // what a window left waits for its end
-					s.mu.Lock()
-				}
 				if !s.bgAwake.Load() {
 					s.runLocked(waiterBudget)
 				}
@@ -241,7 +236,6 @@ func (s *Scheduler) spin() {
 				ready = ready || sw.fin
 			}
 			if ready || sp.changed.Load() || sp.dispatch.Load() {
-				s.waitQuiet() // nothing completed or dispatched in a quiet window
 				break
 			}
 			s.opts.Yield()

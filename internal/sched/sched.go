@@ -142,11 +142,6 @@ type Options struct {
 	// fences (backend.Fencer) are waited for as usual. The driver turns it
 	// on on a GPU (driver.Options.NoLowClassSpin).
 	LowClassSpin bool
-	// QuietLead, if positive, holds the low class's work from this long
-	// before a periodic service's predicted next launch until it has been
-	// issued (quiet.go), while the spinner runs (LowClassSpin). For
-	// measuring: off by default.
-	QuietLead time.Duration
 	// NoHighClassStart records no start event before any high-class
 	// command, instead of one in highStartEvery (each is charged at most
 	// its tenant's estimate, as the others are). For measuring.
@@ -275,7 +270,6 @@ type Scheduler struct {
 	nextTick     int64
 	waiters      map[backend.Stream]*waiter
 	spinner      lowSpinner         // the low class's spinner (lowspin.go)
-	quiet        quietWindow        // the service's next request, predicted (quiet.go)
 	gating       int                // turn gates being recorded (turns.go)
 	gateIdle     *sync.Cond         // gating fell to 0
 	events       [2][]backend.Event // pools: untimed, timed
@@ -670,10 +664,6 @@ func (q *Queue) stream(st backend.Stream) *streamQ {
 // device), unless it is Batched.
 func (q *Queue) Submit(ctx context.Context, c *Command) error {
 	s := q.s
-	var arrived int64 // a service's compute command, for the quiet windows (quiet.go)
-	if s.opts.QuietLead > 0 && c.Kind == Compute && q.Class() == ClassHigh {
-		arrived = s.now()
-	}
 	s.mu.Lock()
 	if c.TimeLock {
 		c.Locked = time.Now()
@@ -746,9 +736,6 @@ func (q *Queue) Submit(ctx context.Context, c *Command) error {
 		}
 	} else {
 		s.runForLocked(q, submitBudget)
-	}
-	if arrived != 0 {
-		s.quietArrivedLocked(t, arrived)
 	}
 	s.mu.Unlock()
 	return nil
