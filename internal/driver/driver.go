@@ -350,6 +350,11 @@ func (d *Driver) Close() error {
 	}
 	d.pol.close()
 	d.sched.Close()
+	if d.opts.Sched.EpisodeHold > 0 {
+		e := d.sched.EpisodeStats()
+		d.log.Info("best effort held through the service's slow spells", "hold", d.opts.Sched.EpisodeHold,
+			"slow_launches", e.Slow, "holds", e.Holds, "granted", e.Granted, "held_for", e.Held)
+	}
 	d.staging.close()
 	if d.reserved != nil {
 		d.reserved.Close() // its streams went with the sessions

@@ -80,6 +80,12 @@ const LowClassSpinEnv = "GPUOS_SCHED_LOWSPIN"
 // measuring.
 const HighClassStartEnv = "GPUOS_SCHED_HIGHSTART"
 
+// EpisodeHoldEnv, set to a duration ("20ms"), holds the best effort's work
+// while a service's launches run slow, until that long after the last slow
+// one (sched.Options.EpisodeHold; it needs the spinner). Unset or "off": no
+// holds. For measuring.
+const EpisodeHoldEnv = "GPUOS_SCHED_EPISODE_HOLD"
+
 // SliceEnv sets the scheduler's slice length (sched.Options.SliceTarget): a
 // duration ("100us"), or "off" for no slicing. For measuring what slicing
 // costs and buys; unset, the scheduler's default.
@@ -100,6 +106,10 @@ func schedSwitches() (so sched.Options, noLowSpin bool, err error) {
 	if err != nil {
 		return so, false, err
 	}
+	episodeHold, err := durationOrOff(EpisodeHoldEnv)
+	if err != nil {
+		return so, false, err
+	}
 	var lowSpin bool
 	switch v := os.Getenv(LowClassSpinEnv); v {
 	case "":
@@ -113,7 +123,7 @@ func schedSwitches() (so sched.Options, noLowSpin bool, err error) {
 	so = sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0", NoHighFirst: os.Getenv(NoHighFirstEnv) == "0",
 		SliceTarget: slice, BlockingWait: os.Getenv(BlockingWaitEnv) == "block", LowClassPoll: lowPoll,
 		NoLowClassPace: os.Getenv(LowClassPaceEnv) == "0", NoSpareKicks: os.Getenv(SpareKicksEnv) == "0",
-		NoHighClassStart: os.Getenv(HighClassStartEnv) == "0", LowClassSpin: lowSpin}
+		NoHighClassStart: os.Getenv(HighClassStartEnv) == "0", LowClassSpin: lowSpin, EpisodeHold: max(episodeHold, 0)}
 	return so, noLowSpin, nil
 }
 

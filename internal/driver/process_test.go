@@ -55,9 +55,13 @@ func TestSchedSwitches(t *testing.T) {
 			want: sched.Options{BlockingWait: true, LowClassPoll: -1, SliceTarget: 50 * time.Microsecond}},
 		{env: map[string]string{LowClassPollEnv: "soon"}, wantErr: true},
 		{env: map[string]string{SliceEnv: "-1ms"}, wantErr: true},
+		{env: map[string]string{EpisodeHoldEnv: "20ms"}, want: sched.Options{EpisodeHold: 20 * time.Millisecond}},
+		{env: map[string]string{EpisodeHoldEnv: "off"}, want: sched.Options{}},
+		{env: map[string]string{EpisodeHoldEnv: "0"}, wantErr: true},
+		{env: map[string]string{EpisodeHoldEnv: "soon"}, wantErr: true},
 	} {
 		for _, name := range []string{LowClassSpinEnv, SpareKicksEnv, NoExpressEnv, NoHighFirstEnv, HighClassStartEnv,
-			LowClassPaceEnv, BlockingWaitEnv, LowClassPollEnv, SliceEnv} {
+			LowClassPaceEnv, BlockingWaitEnv, LowClassPollEnv, SliceEnv, EpisodeHoldEnv} {
 			t.Setenv(name, tt.env[name])
 		}
 		have, noLowSpin, err := schedSwitches()

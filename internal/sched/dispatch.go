@@ -95,14 +95,20 @@ func (s *Scheduler) nextLocked(a *action) bool {
 		// the express goroutine dispatches once done.
 		return false
 	}
+	holdLow := s.opts.EpisodeHold > 0 && s.holdsLowLocked() // a slow spell's hold (episode.go)
 	for _, t := range s.tenants {
 		t.head = [NumEngines]*streamQ{}
+		low := holdLow && t.class() == ClassLow
 		for _, sq := range t.active {
 			c := sq.front()
 			if sq.q.holds > 0 && c.state != cmdIssuing { // held (hold.go)
 				continue
 			}
 			if c.After != nil && !c.After.issuedOrGone() {
+				continue
+			}
+			if low && c.state != cmdIssuing { // a sliced command's rest is not held
+				s.lowHeldLocked()
 				continue
 			}
 			if c.Kind == Marker || sq.st == nil {
@@ -458,6 +464,8 @@ func (s *Scheduler) issueLocked(a *action) {
 	// may end at the command's own fence (fenceend.go).
 	fenceable := track && p.unstarted && a.hi == 0 && q.own && q.waiting == 0
 	spun := track && s.spinWatchLocked(t)
+	// A service's launch is timed for the slow spells (episode.go).
+	timeIssue := s.opts.EpisodeHold > 0 && a.hi == 0 && e == EngineCompute && t.class() == ClassHigh
 	c.EndFence = nil
 	s.mu.Unlock()
 	s.countIssuing(1)
@@ -473,8 +481,15 @@ func (s *Scheduler) issueLocked(a *action) {
 		}
 	}
 	var err error
+	var issuing int64 // when a timed Issue began, then how long it took (ns)
+	if timeIssue {
+		issuing = s.now()
+	}
 	if a.hi == 0 {
 		err = c.Issue()
+		if timeIssue {
+			issuing = s.now() - issuing
+		}
 	} else {
 		err = c.IssueUnits(a.lo, a.hi)
 	}
@@ -495,6 +510,9 @@ func (s *Scheduler) issueLocked(a *action) {
 
 	s.countIssuing(-1)
 	s.mu.Lock()
+	if timeIssue && err == nil {
+		s.noteServiceIssueLocked(issuing, s.now())
+	}
 	gate.doneLocked(s)
 	if start != nil {
 		p.start = start

@@ -185,6 +185,11 @@ func (s *Scheduler) spin() {
 	for {
 		for len(sp.ws) == 0 && len(sp.watches) == 0 {
 			if sp.dispatch.Swap(false) { // taken while it held nothing more
+				if s.opts.EpisodeHold > 0 {
+					s.mu.Unlock()
+					s.waitEpisode() // what a hold left waits for its end
+					s.mu.Lock()
+				}
 				if !s.bgAwake.Load() {
 					s.runLocked(waiterBudget)
 				}
@@ -236,6 +241,7 @@ func (s *Scheduler) spin() {
 				ready = ready || sw.fin
 			}
 			if ready || sp.changed.Load() || sp.dispatch.Load() {
+				s.waitEpisode() // nothing completed or dispatched in a hold
 				break
 			}
 			s.opts.Yield()

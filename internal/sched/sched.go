@@ -142,6 +142,11 @@ type Options struct {
 	// fences (backend.Fencer) are waited for as usual. The driver turns it
 	// on on a GPU (driver.Options.NoLowClassSpin).
 	LowClassSpin bool
+	// EpisodeHold, if positive, holds the low class's work while a
+	// service's launches run slow, until this long after the last slow one
+	// (episode.go), while the spinner runs (LowClassSpin). For measuring:
+	// off by default.
+	EpisodeHold time.Duration
 	// NoHighClassStart records no start event before any high-class
 	// command, instead of one in highStartEvery (each is charged at most
 	// its tenant's estimate, as the others are). For measuring.
@@ -270,6 +275,7 @@ type Scheduler struct {
 	nextTick     int64
 	waiters      map[backend.Stream]*waiter
 	spinner      lowSpinner         // the low class's spinner (lowspin.go)
+	episode      episodeWatch       // the service's slow spells (episode.go)
 	gating       int                // turn gates being recorded (turns.go)
 	gateIdle     *sync.Cond         // gating fell to 0
 	events       [2][]backend.Event // pools: untimed, timed

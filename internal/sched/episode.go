@@ -1,0 +1,169 @@
+package sched
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Holding the best effort through a service's slow spells
+// (Options.EpisodeHold).
+//
+// On some of the lent H100's hosts the cores slow 3-11x for tens of
+// milliseconds at a time (the "episodes", bench/RESULTS.md sessions 18-38),
+// and a service's P99 is set by its requests in them. Under a best-effort
+// load each such request takes about a tenth longer than alone: the daemon's
+// CPU work for the other tenants, which the episode multiplies. Holding that
+// work only around each request (session 38's quiet windows) did not lower
+// it. This holds it for the whole spell, as Heracles-style controllers take
+// a best-effort job's resources away while the latency-critical one lacks
+// slack: the scheduler times each high-class launch's Issue (the driver's
+// launch call, the service's own CPU path), and once episodeRun of them in a
+// row took over episodeFactor times the recent fastest, the low class's work
+// waits until EpisodeHold after the last slow
+// one. The best effort's kernels in flight finish; nothing of it is issued,
+// completed or answered until then, so its clients and the daemon's
+// goroutines for them sleep.
+//
+// A budget bounds what it may cost the best effort: holds take at most
+// episodeShare of the time, with at most episodeCreditMax saved up; a hold
+// starts only with a whole EpisodeHold of credit, and is extended as far as
+// the credit goes.
+//
+// Like the quiet windows before it, a hold applies only while the spinner
+// (lowspin.go) runs, which carries on once it ends: a hold costs no
+// wake-up.
+
+const (
+	// episodeFactor: a launch whose Issue took over this many times the
+	// recent fastest is slow (an episode's cores ran 3.4x slower at their
+	// median, session 28).
+	episodeFactor = 3
+	// episodeRun is how many slow launches in a row start a hold: one
+	// alone is more often a preemption or another thread's driver call.
+	episodeRun = 2
+	// episodeBucket: the recent fastest is the least of the last one or
+	// two buckets of this many launches (about 0.25-0.5 s of a 1 kHz
+	// service: longer than an episode, so that one does not raise it).
+	episodeBucket = 256
+	// episodeWarm is how many launches must have been timed before the
+	// first hold.
+	episodeWarm = 32
+	// episodeShare is the most of the time holds may take, and
+	// episodeCreditMax how much of it may be saved up.
+	episodeShare     = 4 // one part in
+	episodeCreditMax = int64(250 * time.Millisecond)
+)
+
+// episodeWatch is the scheduler's view of the service's launch times.
+type episodeWatch struct {
+	// Under the scheduler's lock.
+	cur, prev int64 // the fastest Issue of the current and the last bucket (ns); 0: none
+	n         int   // launches timed in cur
+	timed     int   // launches timed, up to episodeWarm
+	slowRun   int   // slow launches in a row
+	credit    int64 // ns of hold the budget allows
+	creditAt  int64 // when credit last accrued (scheduler clock)
+
+	// until is when the hold ends (scheduler clock, ns); 0: none. The
+	// spinner reads it without the lock.
+	until atomic.Int64
+
+	holds atomic.Uint64 // holds begun
+	slow  atomic.Uint64 // slow launches seen
+	heldT atomic.Int64  // ns the spinner held completed work, in all
+	spent atomic.Int64  // ns of holds granted, in all
+}
+
+// EpisodeStats counts the holds of Options.EpisodeHold.
+type EpisodeStats struct {
+	Slow    uint64        // high-class launches whose Issue was slow
+	Holds   uint64        // holds begun
+	Granted time.Duration // the holds' length, in all
+	Held    time.Duration // how long completed low-class work waited for holds to end
+}
+
+// EpisodeStats reports the holds' counts.
+func (s *Scheduler) EpisodeStats() EpisodeStats {
+	w := &s.episode
+	return EpisodeStats{Slow: w.slow.Load(), Holds: w.holds.Load(),
+		Granted: time.Duration(w.spent.Load()), Held: time.Duration(w.heldT.Load())}
+}
+
+// noteServiceIssueLocked takes the time a high-class launch's Issue took,
+// ending at now (scheduler clock), and starts or extends a hold.
+func (s *Scheduler) noteServiceIssueLocked(took, now int64) {
+	w := &s.episode
+	fastest := w.cur
+	if w.prev > 0 && (fastest == 0 || w.prev < fastest) {
+		fastest = w.prev
+	}
+	slow := w.timed >= episodeWarm && fastest > 0 && took > episodeFactor*fastest
+	if w.cur == 0 || took < w.cur {
+		w.cur = max(took, 1)
+	}
+	if w.n++; w.n == episodeBucket {
+		w.prev, w.cur, w.n = w.cur, 0, 0
+	}
+	w.timed = min(w.timed+1, episodeWarm)
+	if !slow {
+		w.slowRun = 0
+		return
+	}
+	w.slow.Add(1)
+	if w.slowRun++; w.slowRun < episodeRun {
+		return
+	}
+	if w.creditAt == 0 {
+		w.credit = episodeCreditMax
+	} else {
+		w.credit = min(w.credit+(now-w.creditAt)/episodeShare, episodeCreditMax)
+	}
+	w.creditAt = now
+	from := max(w.until.Load(), now)
+	grant := min(now+int64(s.opts.EpisodeHold)-from, w.credit)
+	if from == now && grant < int64(s.opts.EpisodeHold) {
+		return // a new hold starts whole or not at all
+	}
+	if grant <= 0 {
+		return
+	}
+	if from == now {
+		w.holds.Add(1)
+	}
+	w.credit -= grant
+	w.spent.Add(grant)
+	w.until.Store(from + grant)
+}
+
+// holdsAt reports whether a hold is on at now (scheduler clock).
+func (w *episodeWatch) holdsAt(now int64) bool { return now < w.until.Load() }
+
+// holdsLowLocked reports whether the low class's work waits now: a hold is
+// on and the spinner runs, to carry on once it ends. The dispatcher that
+// leaves work for it hands it to the spinner (lowHeldLocked).
+func (s *Scheduler) holdsLowLocked() bool {
+	return s.opts.EpisodeHold > 0 && s.spinner.running && !s.spinner.parked && s.episode.holdsAt(s.now())
+}
+
+// lowHeldLocked notes that a dispatcher left low-class work for the hold's
+// end: the spinner dispatches it then.
+func (s *Scheduler) lowHeldLocked() {
+	s.spinner.dispatch.Store(true)
+}
+
+// waitEpisode spins, without the scheduler's lock, until the hold on now
+// ends, and counts the time as held; it returns at once if none is on. The
+// spinner calls it before it completes or dispatches anything.
+func (s *Scheduler) waitEpisode() {
+	if s.opts.EpisodeHold <= 0 {
+		return
+	}
+	w := &s.episode
+	start := s.now()
+	now := start
+	for w.holdsAt(now) {
+		s.opts.Yield()
+		now = s.now()
+	}
+	w.heldT.Add(now - start)
+}
