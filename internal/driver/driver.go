@@ -353,7 +353,8 @@ func (d *Driver) Close() error {
 	if d.opts.Sched.EpisodeHold > 0 {
 		e := d.sched.EpisodeStats()
 		d.log.Info("best effort held through the service's slow spells", "hold", d.opts.Sched.EpisodeHold,
-			"slow_launches", e.Slow, "holds", e.Holds, "granted", e.Granted, "held_for", e.Held)
+			"slow_launches", e.Slow, "holds", e.Holds, "granted", e.Granted, "held_for", e.Held,
+			"launches_by_time_over_median", fmt.Sprint(e.Ratios)) // <1, 1-1.5, 1.5-2, 2-2.5, 2.5-3, 3-4, 4-6, >6
 	}
 	d.staging.close()
 	if d.reserved != nil {

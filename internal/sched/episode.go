@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -18,7 +19,7 @@ import (
 // a best-effort job's resources away while the latency-critical one lacks
 // slack: the scheduler times each high-class launch's Issue (the driver's
 // launch call, the service's own CPU path), and once episodeRun of them in a
-// row took over episodeFactor times the recent fastest, the low class's work
+// row took over 2.5 times the usual, the low class's work
 // waits until EpisodeHold after the last slow
 // one. The best effort's kernels in flight finish; nothing of it is issued,
 // completed or answered until then, so its clients and the daemon's
@@ -34,48 +35,60 @@ import (
 // wake-up.
 
 const (
-	// episodeFactor: a launch whose Issue took over this many times the
-	// recent fastest is slow (an episode's cores ran 3.4x slower at their
-	// median, session 28).
-	episodeFactor = 3
+	// A launch whose Issue took over episodeFactorNum/episodeFactorDen
+	// times the usual (the running median) is slow: an episode's cores ran
+	// 3.4x slower at their median (session 28), the service's launch call
+	// 3-4x (session 18). The first version took three times the recent
+	// fastest, which about one launch in six passed on a host whose
+	// episodes held 2-3% of them (bench/RESULTS.md, session 39).
+	episodeFactorNum, episodeFactorDen = 5, 2
 	// episodeRun is how many slow launches in a row start a hold: one
 	// alone is more often a preemption or another thread's driver call.
 	episodeRun = 2
-	// episodeBucket: the recent fastest is the least of the last one or
-	// two buckets of this many launches (about 0.25-0.5 s of a 1 kHz
-	// service: longer than an episode, so that one does not raise it).
-	episodeBucket = 256
-	// episodeWarm is how many launches must have been timed before the
-	// first hold.
-	episodeWarm = 32
+	// episodeWarm is how many launches are timed, for a first median,
+	// before the first hold.
+	episodeWarm = 64
+	// episodeStep: the median moves by 1/episodeStep of itself a launch,
+	// so that an episode's tens of slow launches raise it by a fifth at
+	// most, and a lasting change (a slower host) becomes the norm within a
+	// few hundred.
+	episodeStep = 256
 	// episodeShare is the most of the time holds may take, and
 	// episodeCreditMax how much of it may be saved up.
 	episodeShare     = 4 // one part in
 	episodeCreditMax = int64(250 * time.Millisecond)
 )
 
+// episodeBounds are the upper bounds, in halves of the median, of
+// EpisodeStats.Ratios' buckets (the last is unbounded).
+var episodeBounds = [...]int64{2, 3, 4, 5, 6, 8, 12}
+
 // episodeWatch is the scheduler's view of the service's launch times.
 type episodeWatch struct {
 	// Under the scheduler's lock.
-	cur, prev int64 // the fastest Issue of the current and the last bucket (ns); 0: none
-	n         int   // launches timed in cur
-	timed     int   // launches timed, up to episodeWarm
-	slowRun   int   // slow launches in a row
-	credit    int64 // ns of hold the budget allows
-	creditAt  int64 // when credit last accrued (scheduler clock)
+	warm     []int64 // the first episodeWarm times (ns), for the first median
+	median   int64   // the running median of the Issue times (ns); 0: not yet
+	slowRun  int     // slow launches in a row
+	credit   int64   // ns of hold the budget allows
+	creditAt int64   // when credit last accrued (scheduler clock)
 
 	// until is when the hold ends (scheduler clock, ns); 0: none. The
 	// spinner reads it without the lock.
 	until atomic.Int64
 
-	holds atomic.Uint64 // holds begun
-	slow  atomic.Uint64 // slow launches seen
-	heldT atomic.Int64  // ns the spinner held completed work, in all
-	spent atomic.Int64  // ns of holds granted, in all
+	ratios [len(episodeBounds) + 1]atomic.Uint64 // launches timed, by their time over the median
+	holds  atomic.Uint64                         // holds begun
+	slow   atomic.Uint64                         // slow launches seen
+	heldT  atomic.Int64                          // ns the spinner held completed work, in all
+	spent  atomic.Int64                          // ns of holds granted, in all
 }
 
 // EpisodeStats counts the holds of Options.EpisodeHold.
 type EpisodeStats struct {
+	// Ratios counts the high-class launches timed after the first median,
+	// by their Issue's time over the median then: under 1, 1-1.5, 1.5-2,
+	// 2-2.5, 2.5-3, 3-4, 4-6 and over 6 times.
+	Ratios  [len(episodeBounds) + 1]uint64
 	Slow    uint64        // high-class launches whose Issue was slow
 	Holds   uint64        // holds begun
 	Granted time.Duration // the holds' length, in all
@@ -85,27 +98,38 @@ type EpisodeStats struct {
 // EpisodeStats reports the holds' counts.
 func (s *Scheduler) EpisodeStats() EpisodeStats {
 	w := &s.episode
-	return EpisodeStats{Slow: w.slow.Load(), Holds: w.holds.Load(),
+	e := EpisodeStats{Slow: w.slow.Load(), Holds: w.holds.Load(),
 		Granted: time.Duration(w.spent.Load()), Held: time.Duration(w.heldT.Load())}
+	for i := range e.Ratios {
+		e.Ratios[i] = w.ratios[i].Load()
+	}
+	return e
 }
 
 // noteServiceIssueLocked takes the time a high-class launch's Issue took,
 // ending at now (scheduler clock), and starts or extends a hold.
 func (s *Scheduler) noteServiceIssueLocked(took, now int64) {
 	w := &s.episode
-	fastest := w.cur
-	if w.prev > 0 && (fastest == 0 || w.prev < fastest) {
-		fastest = w.prev
+	took = max(took, 1)
+	if w.median == 0 {
+		if w.warm = append(w.warm, took); len(w.warm) == episodeWarm {
+			slices.Sort(w.warm)
+			w.median, w.warm = w.warm[episodeWarm/2], nil
+		}
+		return
 	}
-	slow := w.timed >= episodeWarm && fastest > 0 && took > episodeFactor*fastest
-	if w.cur == 0 || took < w.cur {
-		w.cur = max(took, 1)
+	m := w.median
+	bucket := 0
+	for bucket < len(episodeBounds) && 2*took > episodeBounds[bucket]*m {
+		bucket++
 	}
-	if w.n++; w.n == episodeBucket {
-		w.prev, w.cur, w.n = w.cur, 0, 0
+	w.ratios[bucket].Add(1)
+	if step := max(m/episodeStep, 1); took > m {
+		w.median = m + step
+	} else if took < m {
+		w.median = max(m-step, 1)
 	}
-	w.timed = min(w.timed+1, episodeWarm)
-	if !slow {
+	if episodeFactorDen*took <= episodeFactorNum*m {
 		w.slowRun = 0
 		return
 	}

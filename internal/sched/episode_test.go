@@ -61,27 +61,24 @@ func times(n int, d time.Duration) []time.Duration {
 }
 
 // TestEpisodeHoldStarts: a hold begins once two of the service's launches in
-// a row took over three times the fastest of the recent ones, after 32
-// launches have been timed, and not without the option. A slowness that
-// lasts becomes the norm: the recent fastest is that of the last 256-511
-// launches.
+// a row took over 2.5 times the median of the earlier ones, after 64 have
+// been timed for a first median, and not without the option.
 func TestEpisodeHoldStarts(t *testing.T) {
 	const us = time.Microsecond
-	warm := times(32, 4*us)
+	warm := times(64, 4*us)
 	for _, tc := range []struct {
 		name      string
 		hold      time.Duration
 		took      []time.Duration
 		wantSlow  uint64
-		wantHolds int // -1: not counted
+		wantHolds uint64
 	}{
 		{"two slow", episodeHold, append(warm, 20*us, 20*us), 2, 1},
 		{"one slow", episodeHold, append(warm, 20*us, 4*us, 20*us), 2, 0},
-		{"under three times", episodeHold, append(warm, 11*us, 11*us, 11*us), 0, 0},
-		{"not yet warm", episodeHold, append(times(20, 4*us), 20*us, 20*us), 0, 0},
+		{"under 2.5 times", episodeHold, append(warm, 9*us, 9*us, 9*us), 0, 0},
+		{"not yet warm", episodeHold, append(times(60, 4*us), 20*us, 20*us), 0, 0},
 		{"one spell, one hold", episodeHold, append(warm, times(10, 20*us)...), 10, 1},
 		{"two spells", episodeHold, append(append(append(warm, 20*us, 20*us), times(30, 4*us)...), 20*us, 20*us), 4, 2},
-		{"the new norm", episodeHold, append(append(warm, times(512, 20*us)...), 20*us, 20*us), 480, -1},
 		{"off", 0, append(warm, 20*us, 20*us), 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,10 +86,28 @@ func TestEpisodeHoldStarts(t *testing.T) {
 			svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 2, Depth: 64, Class: sched.ClassHigh})
 			launches(t, svc, clk, tc.took...)
 			e := s.EpisodeStats()
-			if e.Slow != tc.wantSlow || (tc.wantHolds >= 0 && e.Holds != uint64(tc.wantHolds)) {
+			if e.Slow != tc.wantSlow || e.Holds != tc.wantHolds {
 				t.Errorf("slow launches %d, holds %d; want %d and %d", e.Slow, e.Holds, tc.wantSlow, tc.wantHolds)
 			}
 		})
+	}
+}
+
+// TestEpisodeMedian: the launches are counted by their time over the median,
+// and a slowness that lasts becomes the norm within a few hundred launches.
+func TestEpisodeMedian(t *testing.T) {
+	const us = time.Microsecond
+	s, clk := newEpisodeSched(t, episodeHold, true)
+	svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 2, Depth: 64, Class: sched.ClassHigh})
+	launches(t, svc, clk, append(times(64, 4*us), 3*us, 5*us, 7*us, 9*us, 11*us, 14*us, 20*us, 30*us)...)
+	if have, want := s.EpisodeStats().Ratios, [8]uint64{1, 1, 1, 1, 1, 1, 1, 1}; have != want {
+		t.Errorf("launches by time over the median: %v, want %v", have, want)
+	}
+	launches(t, svc, clk, times(400, 20*us)...) // the median passes 8 µs after ~180
+	before := s.EpisodeStats().Slow
+	launches(t, svc, clk, 20*us, 20*us)
+	if e := s.EpisodeStats(); e.Slow != before || before < 150 || before > 250 {
+		t.Errorf("slow launches: %d in 400 of 20 µs after 4 µs ones, then %d more; want 150-250, then none", before, e.Slow-before)
 	}
 }
 
@@ -102,12 +117,12 @@ func TestEpisodeHoldBudget(t *testing.T) {
 	const us = time.Microsecond
 	s, clk := newEpisodeSched(t, episodeHold, true)
 	svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 2, Depth: 64, Class: sched.ClassHigh})
-	launches(t, svc, clk, times(32, 4*us)...)
+	launches(t, svc, clk, times(64, 4*us)...)
 	start := clk.now()
-	// Two seconds of launches, nine in ten slow (so that the recent fastest
+	// Two seconds of launches, slow spells of 10 ms 10 ms apart (the median
 	// stays the fast ones').
-	for range 200 {
-		launches(t, svc, clk, append(times(9, 40*us), 4*us)...)
+	for range 100 {
+		launches(t, svc, clk, append(times(10, 40*us), times(10, 4*us)...)...)
 	}
 	elapsed := clk.now() - start
 	e := s.EpisodeStats()
@@ -144,7 +159,7 @@ func TestEpisodeHoldHoldsLowClass(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	launches(t, svc, clk, times(32, 4*us)...)
+	launches(t, svc, clk, times(64, 4*us)...)
 	submitBE() // issued before the hold: the spinner watches its fence
 	waitFor(t, "the spinner running", s.SpinnerRunning)
 	if bst.ops() != 1 {
@@ -188,7 +203,7 @@ func TestEpisodeHoldNeedsSpinner(t *testing.T) {
 	s, clk := newEpisodeSched(t, episodeHold, false)
 	svc := newQueue(t, s, sched.QueueParams{Tenant: "service", Session: 2, Depth: 64, Class: sched.ClassHigh})
 	be := newQueue(t, s, sched.QueueParams{Tenant: "be", Session: 1, Depth: 64})
-	launches(t, svc, clk, append(times(32, 4*us), 20*us, 20*us)...)
+	launches(t, svc, clk, append(times(64, 4*us), 20*us, 20*us)...)
 	if s.EpisodeStats().Holds != 1 {
 		t.Fatal("no hold begun")
 	}
