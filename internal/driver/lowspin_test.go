@@ -2,6 +2,7 @@ package driver
 
 import (
 	"testing"
+	"time"
 
 	v1 "github.com/gpuos/gpuos/api/v1"
 	"github.com/gpuos/gpuos/internal/backend"
@@ -12,7 +13,8 @@ import (
 // TestLowClassSpin: the scheduler's spinner is on by default on a device
 // whose work runs off the host (a GPU), off on the software GPU unless
 // sched.Options.LowClassSpin asks for it, and off wherever NoLowClassSpin
-// says so. Where it is on, a best-effort session's launches beside an open
+// says so; the slow-spell holds come with it (DefaultEpisodeHold) unless
+// sched.Options.EpisodeHold sets them or turns them off (negative). Where it is on, a best-effort session's launches beside an open
 // high-class session complete through it, each at a fence of its stream,
 // with right results; where it is off, through the waiters.
 func TestLowClassSpin(t *testing.T) {
@@ -21,6 +23,8 @@ func TestLowClassSpin(t *testing.T) {
 		offHost bool
 		opts    Options
 		want    bool
+		noHold  bool          // EpisodeHold off
+		hold    time.Duration // EpisodeHold, if not the default
 	}{
 		{name: "software GPU", want: false},
 		{name: "software GPU, asked", opts: Options{Sched: sched.Options{LowClassSpin: true}}, want: true},
@@ -28,6 +32,8 @@ func TestLowClassSpin(t *testing.T) {
 		{name: "GPU, NoLowClassSpin", offHost: true, opts: Options{NoLowClassSpin: true}, want: false},
 		{name: "GPU, asked and NoLowClassSpin", offHost: true,
 			opts: Options{NoLowClassSpin: true, Sched: sched.Options{LowClassSpin: true}}, want: false},
+		{name: "GPU, no episode holds", offHost: true, opts: Options{Sched: sched.Options{EpisodeHold: -1}}, want: true, noHold: true},
+		{name: "GPU, holds of 5 ms", offHost: true, opts: Options{Sched: sched.Options{EpisodeHold: 5 * time.Millisecond}}, want: true, hold: 5 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &remapWatch{Backend: sim.New(sim.Options{Memory: 256 << 20}), running: map[backend.Stream]int{}, offHost: tc.offHost}
@@ -37,6 +43,15 @@ func TestLowClassSpin(t *testing.T) {
 			td.watch = w
 			if got := td.d.opts.Sched.LowClassSpin; got != tc.want {
 				t.Fatalf("the driver's sched.Options.LowClassSpin = %v, want %v", got, tc.want)
+			}
+			wantHold := map[bool]time.Duration{true: DefaultEpisodeHold}[tc.want]
+			if tc.noHold {
+				wantHold = 0
+			} else if tc.hold != 0 {
+				wantHold = tc.hold
+			}
+			if got, want := td.d.opts.Sched.EpisodeHold, wantHold; got != want {
+				t.Fatalf("the driver's sched.Options.EpisodeHold = %v, want %v (where the spinner runs)", got, want)
 			}
 			for name, class := range map[string]sched.Class{"hp": sched.ClassHigh, "be": sched.ClassLow} {
 				if err := td.d.sched.SetShare(name, sched.Share{Compute: 1, Copy: 1, Class: class, ClassSet: true}); err != nil {

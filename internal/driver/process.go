@@ -80,10 +80,10 @@ const LowClassSpinEnv = "GPUOS_SCHED_LOWSPIN"
 // measuring.
 const HighClassStartEnv = "GPUOS_SCHED_HIGHSTART"
 
-// EpisodeHoldEnv, set to a duration ("20ms"), holds the best effort's work
-// while a service's launches run slow, until that long after the last slow
-// one (sched.Options.EpisodeHold; it needs the spinner). Unset or "off": no
-// holds. For measuring.
+// EpisodeHoldEnv sets how long the best effort's work is held after the
+// last of a service's slow launches (sched.Options.EpisodeHold; it needs
+// the spinner): a duration ("20ms"), or "off" for no holds. Unset: the
+// driver's DefaultEpisodeHold wherever the spinner runs. For measuring.
 const EpisodeHoldEnv = "GPUOS_SCHED_EPISODE_HOLD"
 
 // SliceEnv sets the scheduler's slice length (sched.Options.SliceTarget): a
@@ -123,7 +123,7 @@ func schedSwitches() (so sched.Options, noLowSpin bool, err error) {
 	so = sched.Options{NoExpress: os.Getenv(NoExpressEnv) == "0", NoHighFirst: os.Getenv(NoHighFirstEnv) == "0",
 		SliceTarget: slice, BlockingWait: os.Getenv(BlockingWaitEnv) == "block", LowClassPoll: lowPoll,
 		NoLowClassPace: os.Getenv(LowClassPaceEnv) == "0", NoSpareKicks: os.Getenv(SpareKicksEnv) == "0",
-		NoHighClassStart: os.Getenv(HighClassStartEnv) == "0", LowClassSpin: lowSpin, EpisodeHold: max(episodeHold, 0)}
+		NoHighClassStart: os.Getenv(HighClassStartEnv) == "0", LowClassSpin: lowSpin, EpisodeHold: episodeHold}
 	return so, noLowSpin, nil
 }
 

@@ -56,7 +56,7 @@ func TestSchedSwitches(t *testing.T) {
 		{env: map[string]string{LowClassPollEnv: "soon"}, wantErr: true},
 		{env: map[string]string{SliceEnv: "-1ms"}, wantErr: true},
 		{env: map[string]string{EpisodeHoldEnv: "20ms"}, want: sched.Options{EpisodeHold: 20 * time.Millisecond}},
-		{env: map[string]string{EpisodeHoldEnv: "off"}, want: sched.Options{}},
+		{env: map[string]string{EpisodeHoldEnv: "off"}, want: sched.Options{EpisodeHold: -1}},
 		{env: map[string]string{EpisodeHoldEnv: "0"}, wantErr: true},
 		{env: map[string]string{EpisodeHoldEnv: "soon"}, wantErr: true},
 	} {

@@ -144,8 +144,8 @@ type Options struct {
 	LowClassSpin bool
 	// EpisodeHold, if positive, holds the low class's work while a
 	// service's launches run slow, until this long after the last slow one
-	// (episode.go), while the spinner runs (LowClassSpin). For measuring:
-	// off by default.
+	// (episode.go), while the spinner runs (LowClassSpin). The driver sets
+	// it where it turns the spinner on (driver.DefaultEpisodeHold).
 	EpisodeHold time.Duration
 	// NoHighClassStart records no start event before any high-class
 	// command, instead of one in highStartEvery (each is charged at most
