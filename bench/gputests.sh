@@ -77,7 +77,7 @@ done
 # The README's main job on the GPU (auto picks the cuda backend there).
 timeout 120 "$B/gpuos" demo > "$OUT/demo.log" 2>&1
 rc=$?
-echo "gpuos demo             rc=$rc  $(grep -m1 '^backend' "$OUT/demo.log" | cut -d, -f1)  $(tail -1 "$OUT/demo.log")"
+echo "gpuos demo             rc=$rc  $(grep -m1 '^backend' "$OUT/demo.log" | cut -d, -f1)  $(grep -E -m1 'checks (passed|failed)' "$OUT/demo.log")"
 [ "$rc" = 0 ] || failed=$((failed + 1))
 echo "skipped tests (name: reason):"
 awk '/--- SKIP/ { name = $3; getline; why = ($0 ~ /^ +[a-z_]+\.go:/) ? $0 : ""; sub(/^ +/, "", why); print "  " name ": " why }' "$OUT"/*.log | sort -u | head -40
