@@ -103,6 +103,10 @@
 // keeps the goroutine that spins on fences for the low class's completions
 // while a high-class session is open off on a GPU (Options.NoLowClassSpin),
 // and =1 turns it on on the software GPU (sched.Options.LowClassSpin);
+// $GPUOS_SCHED_EPISODE_HOLD sets how long, where that goroutine runs, the
+// low class's work is held after the last of a service's slow launches
+// (sched.Options.EpisodeHold; DefaultEpisodeHold unless set), and =off
+// turns the holds off;
 // $GPUOS_HEDGE=0 turns off hedged serving of high-class sessions and
 // $GPUOS_HEDGE=always makes its helper watch always instead of on demand,
 // and $GPUOS_HEDGE_DELAY sets how long a request waits unread before the

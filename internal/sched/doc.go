@@ -95,7 +95,9 @@
 // (Options.LowClassPoll, NoLowClassPace); with Options.LowClassSpin (which
 // the driver sets on a GPU), while a service has a session, one goroutine
 // completes them instead, reading a fence behind each without pause
-// (lowspin.go). A queue whose submitter learns
+// (lowspin.go); with Options.EpisodeHold too, once a service's launch calls
+// run slow (the host's cores slowed), the low class's work waits until a
+// while after the last slow one (episode.go). A queue whose submitter learns
 // of its work's completion first (a service polling fences) may own its
 // completions (Queue.SetOwnCompletions): its events stay with it, and the
 // submitter completes them (Reap) once done, so no waiter is woken per
