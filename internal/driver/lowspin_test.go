@@ -14,9 +14,10 @@ import (
 // whose work runs off the host (a GPU), off on the software GPU unless
 // sched.Options.LowClassSpin asks for it, and off wherever NoLowClassSpin
 // says so; the slow-spell holds come with it (DefaultEpisodeHold) unless
-// sched.Options.EpisodeHold sets them or turns them off (negative). Where it is on, a best-effort session's launches beside an open
-// high-class session complete through it, each at a fence of its stream,
-// with right results; where it is off, through the waiters.
+// sched.Options.EpisodeHold sets them or turns them off (negative). Where
+// it is on, a best-effort session's launches beside an open high-class
+// session complete through it, each at a fence of its stream, with right
+// results; where it is off, through the waiters.
 func TestLowClassSpin(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

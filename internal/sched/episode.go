@@ -19,18 +19,19 @@ import (
 // a best-effort job's resources away while the latency-critical one lacks
 // slack: the scheduler times each high-class launch's Issue (the driver's
 // launch call, the service's own CPU path), and once episodeRun of them in a
-// row took over 2.5 times the usual, the low class's work
-// waits until EpisodeHold after the last slow
-// one. The best effort's kernels in flight finish; nothing of it is issued,
-// completed or answered until then, so its clients and the daemon's
-// goroutines for them sleep.
+// row took over 2.5 times the usual, the low class's work waits until
+// EpisodeHold after the last slow one. The best effort's kernels in flight
+// finish; nothing of it is issued, completed or answered until then, so its
+// clients and the daemon's goroutines for them sleep. The usual is one
+// running median for all high-class launches: several services' launches
+// share it.
 //
 // A budget bounds what it may cost the best effort: holds take at most
 // episodeShare of the time, with at most episodeCreditMax saved up; a hold
 // starts only with a whole EpisodeHold of credit, and is extended as far as
 // the credit goes.
 //
-// Like the quiet windows before it, a hold applies only while the spinner
+// As session 38's quiet windows did, a hold applies only while the spinner
 // (lowspin.go) runs, which carries on once it ends: a hold costs no
 // wake-up.
 
