@@ -95,7 +95,7 @@ func (s *Scheduler) nextLocked(a *action) bool {
 		// the express goroutine dispatches once done.
 		return false
 	}
-	holdLow := s.opts.EpisodeHold > 0 && s.holdsLowLocked() // a slow spell's hold (episode.go)
+	holdLow := s.holdsLowLocked() // a slow spell's hold (episode.go)
 	for _, t := range s.tenants {
 		t.head = [NumEngines]*streamQ{}
 		low := holdLow && t.class() == ClassLow
@@ -108,7 +108,7 @@ func (s *Scheduler) nextLocked(a *action) bool {
 				continue
 			}
 			if low && c.state != cmdIssuing { // a sliced command's rest is not held
-				s.lowHeldLocked()
+				s.spinner.dispatchLocked() // the spinner dispatches it once the hold ends
 				continue
 			}
 			if c.Kind == Marker || sq.st == nil {
@@ -481,14 +481,14 @@ func (s *Scheduler) issueLocked(a *action) {
 		}
 	}
 	var err error
-	var issuing int64 // when a timed Issue began, then how long it took (ns)
+	var issueStart, issueEnd int64 // a timed Issue's (scheduler clock)
 	if timeIssue {
-		issuing = s.now()
+		issueStart = s.now()
 	}
 	if a.hi == 0 {
 		err = c.Issue()
 		if timeIssue {
-			issuing = s.now() - issuing
+			issueEnd = s.now()
 		}
 	} else {
 		err = c.IssueUnits(a.lo, a.hi)
@@ -511,7 +511,7 @@ func (s *Scheduler) issueLocked(a *action) {
 	s.countIssuing(-1)
 	s.mu.Lock()
 	if timeIssue && err == nil {
-		s.noteServiceIssueLocked(issuing, s.now())
+		s.noteServiceIssueLocked(issueEnd-issueStart, issueEnd)
 	}
 	gate.doneLocked(s)
 	if start != nil {

@@ -165,15 +165,9 @@ func (w *episodeWatch) holdsAt(now int64) bool { return now < w.until.Load() }
 
 // holdsLowLocked reports whether the low class's work waits now: a hold is
 // on and the spinner runs, to carry on once it ends. The dispatcher that
-// leaves work for it hands it to the spinner (lowHeldLocked).
+// leaves work for it hands it to the spinner (lowSpinner.dispatchLocked).
 func (s *Scheduler) holdsLowLocked() bool {
 	return s.opts.EpisodeHold > 0 && s.spinner.running && !s.spinner.parked && s.episode.holdsAt(s.now())
-}
-
-// lowHeldLocked notes that a dispatcher left low-class work for the hold's
-// end: the spinner dispatches it then.
-func (s *Scheduler) lowHeldLocked() {
-	s.spinner.dispatch.Store(true)
 }
 
 // waitEpisode spins, without the scheduler's lock, until the hold on now

@@ -1,6 +1,7 @@
 package sched_test
 
 import (
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -52,13 +53,7 @@ func launches(t *testing.T, svc *sched.Queue, clk *fakeClock, took ...time.Durat
 }
 
 // times is n copies of d.
-func times(n int, d time.Duration) []time.Duration {
-	ts := make([]time.Duration, n)
-	for i := range ts {
-		ts[i] = d
-	}
-	return ts
-}
+func times(n int, d time.Duration) []time.Duration { return slices.Repeat([]time.Duration{d}, n) }
 
 // TestEpisodeHoldStarts: a hold begins once two of the service's launches in
 // a row took over 2.5 times the median of the earlier ones, after 64 have
