@@ -9,7 +9,7 @@
 //	schedbench shares --tokens a,b --weights 1,3 ...         two tenants with short and long kernels, both saturating
 //	schedbench report DIR                                    the table, with verdicts
 //	schedbench stages [--label L --phase D --settle D] DIR   a traced service's time by stage (stages.go)
-//	schedbench ratio HP.json...                              an interleaved service's P99 ratio and its bootstrap range (ratio.go)
+//	schedbench ratio [--pool] HP.json...                     an interleaved service's P99 ratio and its bootstrap range, per run or pooled (ratio.go)
 //
 // The kernel is spin(ns, done) of testdata/kernels/bench.ptx: every block
 // spins on %globaltimer for ns nanoseconds. With --trace FILE, hp runs

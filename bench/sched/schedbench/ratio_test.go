@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -22,6 +23,17 @@ func TestRatio(t *testing.T) {
 		return p
 	}
 	twice := write("twice.json", Result{Mode: "hp", P99us: 118, Alone: &Result{P99us: 59}, PhasesUs: phasesOf(12, 200, 2)})
+	// Pooled, slow alone phases of one run and slow loaded phases of the
+	// other give a ratio that neither has: 160 over 200.
+	flat := func(pairs int, alone, loaded float64) [][]float64 {
+		var ph [][]float64
+		for range pairs {
+			ph = append(ph, slices.Repeat([]float64{alone}, 100), slices.Repeat([]float64{loaded}, 100))
+		}
+		return ph
+	}
+	up := write("up.json", Result{Mode: "hp", P99us: 150, Alone: &Result{P99us: 100}, PhasesUs: flat(5, 100, 150)})
+	down := write("down.json", Result{Mode: "hp", P99us: 160, Alone: &Result{P99us: 200}, PhasesUs: flat(5, 200, 160)})
 	noPhases := write("nophases.json", Result{Mode: "hp", P99us: 60, Alone: &Result{P99us: 50}})
 	be := write("be.json", Result{Mode: "be", KernelsPerSec: 900})
 	for _, tt := range []struct {
@@ -36,6 +48,9 @@ func TestRatio(t *testing.T) {
 		{"not an hp run", []string{be}, nil, "not an interleaved hp run"},
 		{"missing", []string{filepath.Join(dir, "none.json")}, nil, "no such file"},
 		{"no files", nil, nil, "usage"},
+		{"pooled", []string{"--pool", up, down}, []string{"2 runs pooled: P99 alone 200.0 us, loaded 160.0 us, ratio 0.80; ", " 10 pairs of phases within ", "each run's ratio 1.50 0.80\n"}, ""},
+		{"pooled, without phases", []string{"--pool", twice, noPhases}, nil, "no phases to pool"},
+		{"pooled, no files", []string{"--pool"}, nil, "usage"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out strings.Builder
